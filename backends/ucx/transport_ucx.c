@@ -1,0 +1,692 @@
+/*
+ * transport_ucx.c - Weft's point-to-point transport over UCP tag matching.
+ *
+ * The host algorithms of lib/coll/ move bytes through a weft__transport_t.
+ * This one drives the network through UCX directly: one UCP context and one
+ * worker per process (created lazily by the first comm_open), an endpoint to
+ * every peer of each communicator, and ucp_tag_send_nbx / ucp_tag_recv_nbx
+ * with a 64-bit tag that names the communicator, the source rank and the
+ * 32-bit Weft tag. Design notes: doc/ucx.md.
+ *
+ * Tag layout (most significant bit first):
+ *
+ *     63           52 51                 32 31                          0
+ *     +--------------+---------------------+-----------------------------+
+ *     | comm id (12) | source rank (20)    | Weft tag (32)               |
+ *     +--------------+---------------------+-----------------------------+
+ *
+ * Receives match the full 64 bits (no wildcards). UCP matches on the
+ * receiving worker only, so the comm id must be unique among the live
+ * communicators of each process; comm_open agrees on an id that is free on
+ * every member and not reused sooner than necessary (see comm_id_agree).
+ *
+ * Threading. The worker is created with UCS_THREAD_MODE_SERIALIZED and every
+ * use of it (isend, irecv, testall, cancel, progress, endpoint creation and
+ * close) happens under g_lock, which this file owns. The engine side runs at
+ * most one thread at a time anyway, so the lock is uncontended except while a
+ * user thread opens or closes a communicator. MPI calls are never made while
+ * g_lock is held.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+
+#include "weft_internal.h"
+
+#define UCX_ID_BITS 12
+#define UCX_RANK_BITS 20
+#define UCX_MAX_IDS (1u << UCX_ID_BITS)        /* live communicators per process */
+#define UCX_MAX_RANKS (1u << UCX_RANK_BITS)    /* ranks per communicator */
+#define UCX_TAG_MASK_FULL UINT64_MAX
+
+/* A close that does not finish in this many seconds is forced (peer gone). */
+#define UCX_CLOSE_TIMEOUT_S 10.0
+/* A cancelled transfer not released in this many seconds is abandoned to UCX. */
+#define UCX_CANCEL_TIMEOUT_S 2.0
+
+/* Per-communicator state (comm->tp_state). */
+typedef struct ucx_comm {
+    uint32_t id;     /* agreed comm id, < UCX_MAX_IDS */
+    int size;
+    ucp_ep_h eps[];  /* one per rank (our own rank included: loopback) */
+} ucx_comm_t;
+
+/* ---- process-wide state -------------------------------------------------- */
+/* g_lock guards g_context/g_worker/g_addr and every call that uses the worker. */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static ucp_context_h g_context;
+static ucp_worker_h g_worker;
+static ucp_address_t *g_addr;
+static size_t g_addr_len;
+static int g_init_failed;        /* 1 after a failed init: do not retry every comm */
+/* Fast check for the progress hook without taking the lock (relaxed: the hook
+ * re-checks g_worker under g_lock). */
+static _Atomic int g_ready;
+
+/* g_id_lock guards the table of comm ids in use in this process. */
+static pthread_mutex_t g_id_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char g_id_used[UCX_MAX_IDS];
+static uint64_t g_id_next; /* next virtual comm id (see comm_id_agree) */
+
+/* A byte to point at for zero-length messages with a NULL buffer. */
+static unsigned char g_zero_byte;
+
+static inline uint64_t ucx_tag(uint32_t id, int src, uint32_t tag)
+{
+    return ((uint64_t)id << (64 - UCX_ID_BITS)) | ((uint64_t)(uint32_t)src << 32) |
+           (uint64_t)tag;
+}
+
+/* Log a failed UCX call once, where it is found. Any thread. */
+static weft_status_t ucx_error(ucs_status_t s, const char *what)
+{
+    WEFT__ERROR("UCX transport: %s failed: %s", what, ucs_status_string(s));
+    return WEFT_ERR_UCX;
+}
+
+/* ---- context and worker -------------------------------------------------- */
+/**
+ * Create the UCP context and worker unless they exist. Any thread (takes
+ * g_lock). Returns WEFT_ERR_UCX, logged, if UCX cannot start here.
+ */
+static weft_status_t ucx_global_init(void)
+{
+    weft_status_t st = WEFT_SUCCESS;
+    ucs_status_t s;
+    ucp_config_t *config = NULL;
+    ucp_context_h context = NULL;
+    ucp_worker_h worker = NULL;
+    ucp_address_t *addr = NULL;
+    size_t addr_len = 0;
+
+    pthread_mutex_lock(&g_lock);
+    if (g_worker != NULL) goto out_unlock;
+    if (g_init_failed) {
+        st = WEFT_ERR_UCX; /* logged by the first attempt */
+        goto out_unlock;
+    }
+
+    s = ucp_config_read(NULL, NULL, &config);
+    if (s != UCS_OK) {
+        st = ucx_error(s, "ucp_config_read");
+        goto out_failed;
+    }
+    ucp_params_t params;
+    memset(&params, 0, sizeof(params));
+    params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |
+                        UCP_PARAM_FIELD_NAME;
+    params.features = UCP_FEATURE_TAG;
+    params.mt_workers_shared = 0;
+    params.name = "weft";
+    s = ucp_init(&params, config, &context);
+    ucp_config_release(config);
+    if (s != UCS_OK) {
+        st = ucx_error(s, "ucp_init");
+        goto out_failed;
+    }
+
+    ucp_worker_params_t wparams;
+    memset(&wparams, 0, sizeof(wparams));
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+    s = ucp_worker_create(context, &wparams, &worker);
+    if (s != UCS_OK) {
+        st = ucx_error(s, "ucp_worker_create");
+        goto out_cleanup_context;
+    }
+    s = ucp_worker_get_address(worker, &addr, &addr_len);
+    if (s != UCS_OK) {
+        st = ucx_error(s, "ucp_worker_get_address");
+        goto out_cleanup_worker;
+    }
+
+    g_context = context;
+    g_worker = worker;
+    g_addr = addr;
+    g_addr_len = addr_len;
+    atomic_store_explicit(&g_ready, 1, memory_order_relaxed);
+    WEFT__DEBUG("UCX transport: worker ready (%zu-byte address)", addr_len);
+    goto out_unlock;
+
+out_cleanup_worker:
+    ucp_worker_destroy(worker);
+out_cleanup_context:
+    ucp_cleanup(context);
+out_failed:
+    g_init_failed = 1;
+out_unlock:
+    pthread_mutex_unlock(&g_lock);
+    return st;
+}
+
+/**
+ * Destroy the worker and the context (weft_finalize, after every
+ * communicator was closed and the engine stopped). Thread: the finalising
+ * thread, nothing else inside Weft. Safe to call when never initialised;
+ * a later weft_init may open UCX again.
+ */
+void weft__transport_ucx_shutdown(void)
+{
+    pthread_mutex_lock(&g_lock);
+    atomic_store_explicit(&g_ready, 0, memory_order_relaxed);
+    if (g_addr != NULL) ucp_worker_release_address(g_worker, g_addr);
+    if (g_worker != NULL) ucp_worker_destroy(g_worker);
+    if (g_context != NULL) ucp_cleanup(g_context);
+    g_addr = NULL;
+    g_addr_len = 0;
+    g_worker = NULL;
+    g_context = NULL;
+    g_init_failed = 0;
+    pthread_mutex_unlock(&g_lock);
+
+    pthread_mutex_lock(&g_id_lock);
+    memset(g_id_used, 0, sizeof(g_id_used));
+    g_id_next = 0;
+    pthread_mutex_unlock(&g_id_lock);
+}
+
+/* ---- helpers for comm_open / comm_close (caller thread, collective) ---- */
+/**
+ * Every rank's `local` status in, the first failure of any rank out (the same
+ * on every rank), so that a failure on one rank fails the collective call
+ * everywhere instead of leaving the others waiting.
+ */
+static weft_status_t agree_status(MPI_Comm mpi, weft_status_t local, const char *what)
+{
+    int mine = (int)local, all = 0;
+    WEFT__MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, mpi));
+    if (all < 0 && mine >= 0) {
+        WEFT__ERROR("UCX transport: %s failed on another rank (%s)", what,
+                    weft_status_name((weft_status_t)all));
+    }
+    return all < 0 ? (weft_status_t)all : WEFT_SUCCESS;
+}
+
+/*
+ * Comm ids are drawn from a per-process counter that only grows ("virtual
+ * ids"); the tag carries the virtual id modulo UCX_MAX_IDS. An id is thus
+ * reused only after UCX_MAX_IDS further communicators, which keeps a message
+ * left behind by a failed operation on a destroyed communicator from
+ * matching a receive of a newer one for as long as possible.
+ */
+#define UCX_NO_ID UINT64_MAX
+
+/* Smallest virtual id >= max(from, counter) whose slot is free here,
+ * UCX_NO_ID if every slot is taken. */
+static uint64_t id_lowest_free(uint64_t from)
+{
+    uint64_t v, found = UCX_NO_ID;
+    pthread_mutex_lock(&g_id_lock);
+    if (from < g_id_next) from = g_id_next;
+    for (v = from; v < from + UCX_MAX_IDS; v++) {
+        if (!g_id_used[v % UCX_MAX_IDS]) {
+            found = v;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&g_id_lock);
+    return found;
+}
+
+/* Mark the slot of virtual id v used if it is free; 1 on success. */
+static int id_try_claim(uint64_t v)
+{
+    int ok = 0;
+    if (v == UCX_NO_ID) return 0;
+    pthread_mutex_lock(&g_id_lock);
+    if (!g_id_used[v % UCX_MAX_IDS]) {
+        g_id_used[v % UCX_MAX_IDS] = 1;
+        if (g_id_next <= v) g_id_next = v + 1;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&g_id_lock);
+    return ok;
+}
+
+static void id_release(uint32_t id)
+{
+    if (id >= UCX_MAX_IDS) return;
+    pthread_mutex_lock(&g_id_lock);
+    g_id_used[id] = 0;
+    pthread_mutex_unlock(&g_id_lock);
+}
+
+/**
+ * Agree on a comm id that is free on every member: each proposes its lowest
+ * free virtual id, the maximum is tried, and every member claims it; if any
+ * member could not (another communicator took that slot meanwhile on some
+ * thread), all release it and retry above it. Communicators created
+ * concurrently on several threads therefore never share an id in a process.
+ * Collective over comm->mpi. Caller thread.
+ */
+static weft_status_t comm_id_agree(weft__comm_t *comm, uint32_t *out)
+{
+    uint64_t from = 0;
+    for (;;) {
+        uint64_t mine = id_lowest_free(from), cand = 0;
+        WEFT__MPI_CHECK(MPI_Allreduce(&mine, &cand, 1, MPI_UINT64_T, MPI_MAX, comm->mpi));
+        if (cand == UCX_NO_ID) {
+            WEFT__ERROR("UCX transport: no free communicator id (at most %u live UCX "
+                        "communicators per process)", UCX_MAX_IDS);
+            return WEFT_ERR_UNSUPPORTED;
+        }
+        int claimed = id_try_claim(cand), all = 0;
+        int rc = MPI_Allreduce(&claimed, &all, 1, MPI_INT, MPI_LAND, comm->mpi);
+        if (rc != MPI_SUCCESS) {
+            if (claimed) id_release((uint32_t)(cand % UCX_MAX_IDS));
+            return weft__mpi_error(rc, "MPI_Allreduce(claim comm id)", __FILE__, __LINE__);
+        }
+        if (all) {
+            *out = (uint32_t)(cand % UCX_MAX_IDS);
+            return WEFT_SUCCESS;
+        }
+        if (claimed) id_release((uint32_t)(cand % UCX_MAX_IDS));
+        from = cand + 1;
+    }
+}
+
+/**
+ * Close the endpoints eps[0..n) (non-NULL ones) in flush mode, progressing
+ * the worker until every close completed; a close still pending after
+ * UCX_CLOSE_TIMEOUT_S is forced (a peer died). Takes g_lock per pass.
+ * Caller thread. Returns WEFT_ERR_UCX (logged) if a close failed.
+ */
+static weft_status_t close_endpoints(ucp_ep_h *eps, int n, int force)
+{
+    weft_status_t st = WEFT_SUCCESS;
+    void **reqs = calloc((size_t)(n > 0 ? n : 1), sizeof(*reqs));
+    if (reqs == NULL) return WEFT_ERR_NO_MEMORY;
+
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof(prm));
+    if (force) {
+        prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    }
+    int pending = 0;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < n; i++) {
+        if (eps[i] == NULL) continue;
+        ucs_status_ptr_t r = ucp_ep_close_nbx(eps[i], &prm);
+        eps[i] = NULL;
+        if (r == NULL) continue;
+        if (UCS_PTR_IS_ERR(r)) {
+            /* Closing an endpoint whose peer failed reports the failure: the
+             * endpoint is released all the same. */
+            ucs_status_t s = UCS_PTR_STATUS(r);
+            if (s != UCS_ERR_CANCELED && s != UCS_ERR_ENDPOINT_TIMEOUT &&
+                s != UCS_ERR_CONNECTION_RESET && st == WEFT_SUCCESS)
+                st = ucx_error(s, "ucp_ep_close_nbx");
+            continue;
+        }
+        reqs[i] = r;
+        pending++;
+    }
+    pthread_mutex_unlock(&g_lock);
+
+    double t0 = weft__now();
+    int forced_note = 0;
+    while (pending > 0) {
+        pthread_mutex_lock(&g_lock);
+        ucp_worker_progress(g_worker);
+        for (int i = 0; i < n; i++) {
+            if (reqs[i] == NULL) continue;
+            ucs_status_t s = ucp_request_check_status(reqs[i]);
+            if (s == UCS_INPROGRESS) continue;
+            if (s != UCS_OK && s != UCS_ERR_CANCELED && st == WEFT_SUCCESS)
+                st = ucx_error(s, "endpoint close");
+            ucp_request_free(reqs[i]);
+            reqs[i] = NULL;
+            pending--;
+        }
+        pthread_mutex_unlock(&g_lock);
+        if (pending > 0 && !forced_note && weft__now() - t0 > UCX_CLOSE_TIMEOUT_S) {
+            /* The flush cannot finish: a peer stopped answering. Leave the
+             * requests to UCX (they are released when the worker is destroyed)
+             * and report it. */
+            WEFT__ERROR("UCX transport: %d endpoint close(s) did not finish in %.0f s "
+                        "(peer gone?)", pending, UCX_CLOSE_TIMEOUT_S);
+            forced_note = 1;
+            pthread_mutex_lock(&g_lock);
+            for (int i = 0; i < n; i++) {
+                if (reqs[i] != NULL) ucp_request_free(reqs[i]);
+                reqs[i] = NULL;
+            }
+            pthread_mutex_unlock(&g_lock);
+            pending = 0;
+            if (st == WEFT_SUCCESS) st = WEFT_ERR_UCX;
+        }
+    }
+    free(reqs);
+    return st;
+}
+
+/**
+ * Wait for MPI request *req while progressing our worker, so that a peer's
+ * endpoint flush that needs this rank's answer completes while we wait.
+ * Caller thread.
+ */
+static weft_status_t wait_progressing(MPI_Request *req)
+{
+    int flag = 0;
+    while (!flag) {
+        pthread_mutex_lock(&g_lock);
+        if (g_worker != NULL) ucp_worker_progress(g_worker);
+        pthread_mutex_unlock(&g_lock);
+        WEFT__MPI_CHECK(MPI_Test(req, &flag, MPI_STATUS_IGNORE));
+    }
+    return WEFT_SUCCESS;
+}
+
+/* ---- communicator open / close ------------------------------------------- */
+/**
+ * Open the UCX side of a communicator: start UCX if needed, agree on a comm
+ * id, exchange worker addresses over comm->mpi and create an endpoint to
+ * every rank. Collective over comm->mpi; every rank returns the same status.
+ * Thread: the thread in weft_comm_create (any user thread); may run while the
+ * engine progresses other communicators (serialised by g_lock).
+ */
+static weft_status_t ucx_comm_open(weft__comm_t *comm)
+{
+    weft_status_t st;
+    ucx_comm_t *uc = NULL;
+    int *lens = NULL, *displs = NULL;
+    char *addrs = NULL;
+    uint32_t id = UCX_MAX_IDS;
+    const int p = comm->size;
+
+    st = agree_status(comm->mpi, ucx_global_init(), "UCX start-up");
+    if (st < 0) return st;
+    if ((unsigned)p > UCX_MAX_RANKS) {
+        /* The same on every rank: no need to agree. */
+        WEFT__ERROR("UCX transport: communicator of %d ranks exceeds the %u ranks its tags "
+                    "can name (use WEFT_TRANSPORT=mpi)", p, UCX_MAX_RANKS);
+        return WEFT_ERR_UNSUPPORTED;
+    }
+
+    WEFT__CHECK_GOTO(comm_id_agree(comm, &id), st, out);
+
+    /* Exchange worker addresses: lengths, then the addresses themselves. */
+    weft_status_t lst = WEFT_SUCCESS;
+    uc = calloc(1, sizeof(*uc) + (size_t)p * sizeof(ucp_ep_h));
+    lens = malloc((size_t)p * sizeof(int));
+    displs = malloc((size_t)p * sizeof(int));
+    if (uc == NULL || lens == NULL || displs == NULL) lst = WEFT_ERR_NO_MEMORY;
+    WEFT__CHECK_GOTO(agree_status(comm->mpi, lst, "allocation"), st, out);
+
+    int mylen = (int)g_addr_len; /* g_addr is immutable while comms are open */
+    WEFT__MPI_CHECK_GOTO(MPI_Allgather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, comm->mpi), st,
+                         out);
+    size_t total = 0;
+    for (int i = 0; i < p; i++) {
+        displs[i] = (int)total;
+        total += (size_t)lens[i];
+    }
+    if (total > (size_t)INT32_MAX) {
+        WEFT__ERROR("UCX transport: worker addresses too large to exchange (%zu bytes)", total);
+        st = WEFT_ERR_UNSUPPORTED; /* same total on every rank */
+        goto out;
+    }
+    addrs = malloc(total > 0 ? total : 1);
+    WEFT__CHECK_GOTO(agree_status(comm->mpi, addrs ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY,
+                                  "allocation"), st, out);
+    WEFT__MPI_CHECK_GOTO(MPI_Allgatherv(g_addr, mylen, MPI_BYTE, addrs, lens, displs, MPI_BYTE,
+                                        comm->mpi), st, out);
+
+    /* Endpoints, under g_lock (the engine may be progressing the worker). */
+    uc->id = id;
+    uc->size = p;
+    pthread_mutex_lock(&g_lock);
+    for (int i = 0; i < p && lst == WEFT_SUCCESS; i++) {
+        ucp_ep_params_t eprm;
+        memset(&eprm, 0, sizeof(eprm));
+        eprm.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
+                          UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+        eprm.address = (const ucp_address_t *)(addrs + displs[i]);
+        eprm.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+        ucs_status_t s = ucp_ep_create(g_worker, &eprm, &uc->eps[i]);
+        if (s != UCS_OK) {
+            uc->eps[i] = NULL;
+            WEFT__ERROR("UCX transport: ucp_ep_create to rank %d failed: %s", i,
+                        ucs_status_string(s));
+            lst = WEFT_ERR_UCX;
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    st = agree_status(comm->mpi, lst, "endpoint creation");
+    if (st < 0) {
+        (void)close_endpoints(uc->eps, p, 1);
+        goto out;
+    }
+
+    comm->tp_state = uc;
+    uc = NULL;
+    WEFT__DEBUG("UCX transport: comm %d open as UCX comm id %u (%d ranks)", comm->id,
+                (unsigned)id, p);
+out:
+    if (st < 0 && id < UCX_MAX_IDS) id_release(id);
+    free(uc);
+    free(lens);
+    free(displs);
+    free(addrs);
+    return st;
+}
+
+/**
+ * Close the UCX side: every rank waits until all ranks stopped sending on
+ * it, closes its endpoints in flush mode (progressing until done), and keeps
+ * progressing until every rank finished closing (a peer's flush may need our
+ * answer). Collective over comm->mpi. Thread: the thread in weft_comm_destroy
+ * or weft_finalize, after every op on comm completed. Errors are logged.
+ */
+static void ucx_comm_close(weft__comm_t *comm)
+{
+    ucx_comm_t *uc = comm->tp_state;
+    if (uc == NULL) return;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc;
+
+    /* Nobody sends on this comm any more once every rank got here. */
+    rc = MPI_Ibarrier(comm->mpi, &req);
+    if (rc != MPI_SUCCESS) {
+        (void)weft__mpi_error(rc, "MPI_Ibarrier(UCX close)", __FILE__, __LINE__);
+        (void)close_endpoints(uc->eps, uc->size, 1);
+        goto out;
+    }
+    if (wait_progressing(&req) < 0) {
+        (void)close_endpoints(uc->eps, uc->size, 1);
+        goto out;
+    }
+
+    (void)close_endpoints(uc->eps, uc->size, 0);
+
+    /* Keep answering peers until all of them closed too. */
+    rc = MPI_Ibarrier(comm->mpi, &req);
+    if (rc != MPI_SUCCESS) {
+        (void)weft__mpi_error(rc, "MPI_Ibarrier(UCX close)", __FILE__, __LINE__);
+        goto out;
+    }
+    (void)wait_progressing(&req);
+out:
+    id_release(uc->id);
+    free(uc);
+    comm->tp_state = NULL;
+}
+
+/* ---- data path (engine side) ----------------------------------------------- */
+/**
+ * Post a tagged send of `bytes` bytes to `peer`. Immediate completion leaves
+ * x inactive. Engine side only.
+ */
+static weft_status_t ucx_isend(weft__comm_t *comm, const void *buf, size_t bytes, int peer,
+                               uint32_t tag, weft__xfer_t *x)
+{
+    ucx_comm_t *uc = comm->tp_state;
+    if (WEFT__UNLIKELY(uc == NULL || peer < 0 || peer >= uc->size)) {
+        WEFT__ERROR("UCX transport: send to invalid rank %d on comm %d", peer, comm->id);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    ucp_request_param_t prm;
+    prm.op_attr_mask = 0;
+    if (buf == NULL) buf = &g_zero_byte;
+
+    pthread_mutex_lock(&g_lock);
+    ucs_status_ptr_t r = ucp_tag_send_nbx(uc->eps[peer], buf, bytes,
+                                          ucx_tag(uc->id, comm->rank, tag), &prm);
+    pthread_mutex_unlock(&g_lock);
+
+    if (r == NULL) {
+        x->h.ptr = NULL;
+        x->active = 0;
+        return WEFT_SUCCESS;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        WEFT__ERROR("UCX transport: ucp_tag_send_nbx(%zu bytes to rank %d, tag %u) failed: %s",
+                    bytes, peer, (unsigned)tag, ucs_status_string(UCS_PTR_STATUS(r)));
+        return WEFT_ERR_UCX;
+    }
+    x->h.ptr = r;
+    x->active = 1;
+    return WEFT_SUCCESS;
+}
+
+/**
+ * Post a tagged receive of at most `bytes` bytes from `peer` (full tag mask).
+ * Engine side only.
+ */
+static weft_status_t ucx_irecv(weft__comm_t *comm, void *buf, size_t bytes, int peer,
+                               uint32_t tag, weft__xfer_t *x)
+{
+    ucx_comm_t *uc = comm->tp_state;
+    if (WEFT__UNLIKELY(uc == NULL || peer < 0 || peer >= uc->size)) {
+        WEFT__ERROR("UCX transport: receive from invalid rank %d on comm %d", peer, comm->id);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    ucp_request_param_t prm;
+    prm.op_attr_mask = 0;
+    if (buf == NULL) buf = &g_zero_byte;
+
+    pthread_mutex_lock(&g_lock);
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(g_worker, buf, bytes, ucx_tag(uc->id, peer, tag),
+                                          UCX_TAG_MASK_FULL, &prm);
+    pthread_mutex_unlock(&g_lock);
+
+    if (r == NULL) { /* not returned without recv_info, but harmless */
+        x->h.ptr = NULL;
+        x->active = 0;
+        return WEFT_SUCCESS;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        WEFT__ERROR("UCX transport: ucp_tag_recv_nbx(%zu bytes from rank %d, tag %u) failed: %s",
+                    bytes, peer, (unsigned)tag, ucs_status_string(UCS_PTR_STATUS(r)));
+        return WEFT_ERR_UCX;
+    }
+    x->h.ptr = r;
+    x->active = 1;
+    return WEFT_SUCCESS;
+}
+
+/* Check active transfers; returns how many are still running. g_lock held. */
+static int check_xfers(weft__comm_t *comm, weft__xfer_t *x, int n, weft_status_t *st)
+{
+    int running = 0;
+    for (int i = 0; i < n; i++) {
+        if (!x[i].active) continue;
+        ucs_status_t s = ucp_request_check_status(x[i].h.ptr);
+        if (s == UCS_INPROGRESS) {
+            running++;
+            continue;
+        }
+        ucp_request_free(x[i].h.ptr);
+        x[i].h.ptr = NULL;
+        x[i].active = 0;
+        if (s != UCS_OK && *st == WEFT_SUCCESS) {
+            WEFT__ERROR("UCX transport: transfer on comm %d failed: %s%s", comm->id,
+                        ucs_status_string(s),
+                        s == UCS_ERR_MESSAGE_TRUNCATED ? " (message larger than the receive "
+                                                         "buffer)" : "");
+            *st = WEFT_ERR_UCX;
+        }
+    }
+    return running;
+}
+
+/**
+ * Test n transfers: frees the UCP requests of completed ones (active = 0),
+ * progresses the worker once if some are still running, *done = 1 when none
+ * is. Returns WEFT_ERR_UCX if one failed (the others are still checked).
+ * Engine side only.
+ */
+static weft_status_t ucx_testall(weft__comm_t *comm, weft__xfer_t *x, int n, int *done)
+{
+    weft_status_t st = WEFT_SUCCESS;
+    pthread_mutex_lock(&g_lock);
+    int running = check_xfers(comm, x, n, &st);
+    if (running > 0 && ucp_worker_progress(g_worker) > 0) running = check_xfers(comm, x, n, &st);
+    pthread_mutex_unlock(&g_lock);
+    *done = running == 0;
+    return st;
+}
+
+/**
+ * Abandon an active transfer: ucp_request_cancel, then progress until UCX
+ * released it (bounded: a rendezvous already under way with a dead peer may
+ * never finish; the request is then left to UCX). Engine side only.
+ */
+static void ucx_cancel(weft__comm_t *comm, weft__xfer_t *x)
+{
+    if (!x->active || x->h.ptr == NULL) {
+        x->active = 0;
+        return;
+    }
+    void *r = x->h.ptr;
+    double t0 = 0;
+    pthread_mutex_lock(&g_lock);
+    ucp_request_cancel(g_worker, r);
+    for (;;) {
+        if (ucp_request_check_status(r) != UCS_INPROGRESS) break;
+        ucp_worker_progress(g_worker);
+        if (ucp_request_check_status(r) != UCS_INPROGRESS) break;
+        if (t0 == 0) {
+            t0 = weft__now();
+        } else if (weft__now() - t0 > UCX_CANCEL_TIMEOUT_S) {
+            WEFT__WARN("UCX transport: a cancelled transfer on comm %d was not released in "
+                       "%.0f s; left to UCX", comm->id, UCX_CANCEL_TIMEOUT_S);
+            break;
+        }
+    }
+    ucp_request_free(r);
+    pthread_mutex_unlock(&g_lock);
+    x->h.ptr = NULL;
+    x->active = 0;
+}
+
+/**
+ * Progress hook: one ucp_worker_progress pass. Returns the number of events
+ * processed (0 before the first UCX communicator). Engine side only.
+ */
+static int ucx_progress(void)
+{
+    if (!atomic_load_explicit(&g_ready, memory_order_relaxed)) return 0;
+    int n = 0;
+    pthread_mutex_lock(&g_lock);
+    if (g_worker != NULL) n = (int)ucp_worker_progress(g_worker);
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
+static const weft__transport_t transport_ucx = {
+    .name = "ucx",
+    .comm_open = ucx_comm_open,
+    .comm_close = ucx_comm_close,
+    .isend = ucx_isend,
+    .irecv = ucx_irecv,
+    .testall = ucx_testall,
+    .cancel = ucx_cancel,
+    .progress = ucx_progress,
+};
+
+/** The UCX transport (never NULL in a build with UCX). Any thread. */
+const weft__transport_t *weft__transport_ucx(void) { return &transport_ucx; }

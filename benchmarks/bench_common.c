@@ -1,0 +1,763 @@
+/*
+ * bench_common.c - option parsing, interleaved timing, CSV output and small
+ * helpers shared by Weft's benchmark programs. See bench_common.h.
+ */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BENCH_MAX_BYTES ((size_t)1 << 30) /* 1 GiB per buffer is plenty here */
+
+/* ---- messages ------------------------------------------------------------------ */
+void bench_printf(const bench_ctx_t *b, const char *fmt, ...)
+{
+    if (b->rank != 0) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stdout, fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+void bench_progress(bench_ctx_t *b, const char *fmt, ...)
+{
+    if (b->rank != 0 || b->quiet) return;
+    double now = MPI_Wtime();
+    if (now - b->t_start < 2.0 || now - b->last_progress < 2.0) return;
+    b->last_progress = now;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%7.1f s] ", now - b->t_start);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+}
+
+void bench_error(const bench_ctx_t *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[rank %d] error: ", b ? b->rank : -1);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+}
+
+static void mpi_err(const bench_ctx_t *b, int rc, const char *call)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", rc);
+    bench_error(b, "%s failed: %s", call, msg);
+}
+
+#define BENCH_MPI(b, call)                                                     \
+    do {                                                                       \
+        int bench_rc_ = (call);                                                \
+        if (bench_rc_ != MPI_SUCCESS) {                                        \
+            mpi_err((b), bench_rc_, #call);                                    \
+            return 1;                                                          \
+        }                                                                      \
+    } while (0)
+
+/* ---- init / finalize ---------------------------------------------------------- */
+int bench_init(bench_ctx_t *b, int *argc, char ***argv)
+{
+    memset(b, 0, sizeof *b);
+    b->rank = -1;
+    b->mpi_comm = MPI_COMM_NULL;
+    b->ctl = MPI_COMM_NULL;
+    int provided = 0;
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) {
+        fprintf(stderr, "error: MPI_Init_thread failed (code %d)\n", rc);
+        return 1;
+    }
+    if (MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN) != MPI_SUCCESS ||
+        MPI_Comm_rank(MPI_COMM_WORLD, &b->rank) != MPI_SUCCESS ||
+        MPI_Comm_size(MPI_COMM_WORLD, &b->size) != MPI_SUCCESS) {
+        fprintf(stderr, "error: MPI_Comm_set_errhandler/rank/size failed\n");
+        MPI_Finalize();
+        return 1;
+    }
+    b->t_start = MPI_Wtime();
+    b->last_progress = b->t_start;
+    if (provided < MPI_THREAD_MULTIPLE) {
+        if (b->rank == 0)
+            fprintf(stderr, "error: MPI gives thread level %d, Weft needs MPI_THREAD_MULTIPLE\n",
+                    provided);
+        MPI_Finalize();
+        return 1;
+    }
+    weft_init_params_t params = WEFT_INIT_PARAMS_INITIALIZER;
+    params.argc = argc;
+    params.argv = argv;
+    weft_status_t st = weft_init(&params);
+    if (st != WEFT_SUCCESS) {
+        bench_error(b, "weft_init: %s (%s)", weft_status_name(st), weft_strerror(st));
+        MPI_Finalize();
+        return 1;
+    }
+    st = weft_comm_create(MPI_COMM_WORLD, NULL, &b->comm);
+    if (st != WEFT_SUCCESS) {
+        bench_error(b, "weft_comm_create: %s (%s)", weft_status_name(st), weft_strerror(st));
+        b->comm = NULL;
+        weft_finalize();
+        MPI_Finalize();
+        return 1;
+    }
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &b->mpi_comm)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_dup(MPI_COMM_WORLD, &b->ctl)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_set_errhandler(b->mpi_comm, MPI_ERRORS_RETURN)) != MPI_SUCCESS ||
+        (rc = MPI_Comm_set_errhandler(b->ctl, MPI_ERRORS_RETURN)) != MPI_SUCCESS) {
+        mpi_err(b, rc, "MPI_Comm_dup/set_errhandler");
+        return bench_finalize(b, 1);
+    }
+    return 0;
+}
+
+int bench_finalize(bench_ctx_t *b, int code)
+{
+    if (code == BENCH_PARSE_HELP) code = 0;
+    else if (code == BENCH_PARSE_USAGE) code = 2;
+    if (b->comm) {
+        weft_status_t st = weft_comm_destroy(b->comm);
+        if (st != WEFT_SUCCESS) {
+            bench_error(b, "weft_comm_destroy: %s", weft_status_name(st));
+            if (code == 0) code = 1;
+        }
+        b->comm = NULL;
+    }
+    if (b->mpi_comm != MPI_COMM_NULL) MPI_Comm_free(&b->mpi_comm);
+    if (b->ctl != MPI_COMM_NULL) MPI_Comm_free(&b->ctl);
+    weft_status_t st = weft_finalize();
+    if (st != WEFT_SUCCESS) {
+        bench_error(b, "weft_finalize: %s", weft_status_name(st));
+        if (code == 0) code = 1;
+    }
+    MPI_Finalize();
+    return code;
+}
+
+/* ---- small parsers -------------------------------------------------------------- */
+static const struct {
+    const char *name;
+    weft_datatype_t dt;
+} dtype_names[] = {
+    {"float", WEFT_FLOAT32},   {"float32", WEFT_FLOAT32}, {"double", WEFT_FLOAT64},
+    {"float64", WEFT_FLOAT64}, {"int", WEFT_INT32},       {"int32", WEFT_INT32},
+    {"uint32", WEFT_UINT32},   {"unsigned", WEFT_UINT32}, {"int8", WEFT_INT8},
+    {"char", WEFT_INT8},       {"uint8", WEFT_UINT8},     {"int64", WEFT_INT64},
+    {"long", WEFT_INT64},      {"uint64", WEFT_UINT64},   {"float16", WEFT_FLOAT16},
+    {"half", WEFT_FLOAT16},    {"bfloat16", WEFT_BFLOAT16}, {"bf16", WEFT_BFLOAT16},
+};
+
+int bench_parse_dtype(const char *name, weft_datatype_t *dt)
+{
+    if (!name) return -1;
+    for (size_t i = 0; i < sizeof dtype_names / sizeof dtype_names[0]; i++)
+        if (strcmp(name, dtype_names[i].name) == 0) {
+            *dt = dtype_names[i].dt;
+            return 0;
+        }
+    return -1;
+}
+
+MPI_Datatype bench_mpi_dtype(weft_datatype_t dt)
+{
+    switch (dt) {
+    case WEFT_INT8: return MPI_INT8_T;
+    case WEFT_UINT8: return MPI_UINT8_T;
+    case WEFT_INT32: return MPI_INT32_T;
+    case WEFT_UINT32: return MPI_UINT32_T;
+    case WEFT_INT64: return MPI_INT64_T;
+    case WEFT_UINT64: return MPI_UINT64_T;
+    case WEFT_FLOAT32: return MPI_FLOAT;
+    case WEFT_FLOAT64: return MPI_DOUBLE;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+MPI_Op bench_mpi_op(weft_op_t op)
+{
+    switch (op) {
+    case WEFT_SUM: return MPI_SUM;
+    case WEFT_AVG: return MPI_SUM;
+    case WEFT_PROD: return MPI_PROD;
+    case WEFT_MIN: return MPI_MIN;
+    case WEFT_MAX: return MPI_MAX;
+    case WEFT_BAND: return MPI_BAND;
+    case WEFT_BOR: return MPI_BOR;
+    case WEFT_BXOR: return MPI_BXOR;
+    default: return MPI_OP_NULL;
+    }
+}
+
+int bench_parse_size(const char *s, size_t *out)
+{
+    if (!s || !*s || *s == '-' || *s == '+') return -1;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || end == s) return -1;
+    unsigned shift = 0;
+    if (*end == 'k' || *end == 'K') shift = 10, end++;
+    else if (*end == 'm' || *end == 'M') shift = 20, end++;
+    else if (*end == 'g' || *end == 'G') shift = 30, end++;
+    if (*end == 'i' && shift) end++;           /* KiB, MiB */
+    if ((*end == 'b' || *end == 'B') && shift) end++;
+    if (*end != '\0') return -1;
+    if (shift && v > (SIZE_MAX >> shift)) return -1;
+    *out = (size_t)(v << shift);
+    return 0;
+}
+
+int bench_parse_long(const char *s, long min, long *out)
+{
+    if (!s || !*s) return -1;
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    if (!s || !*s) return -1;
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+/* ---- options ---------------------------------------------------------------------- */
+void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
+{
+    if (b->rank != 0) return;
+    fprintf(
+        f,
+        "Usage: mpiexec -n N %s [options]\n"
+        "%s%s"
+        "Options:\n"
+        "  -m MIN:MAX | -m MAX  message sizes in bytes, doubling from MIN (suffix K, M, G;\n"
+        "                       default 4:16777216)\n"
+        "  -i ITERS             timed iterations per size and variant (default: 1000 up to\n"
+        "                       8 KiB, fewer for larger sizes, capped by --budget)\n"
+        "  -x WARMUP            warm-up iterations per size and variant (default: scaled)\n"
+        "  -r, --rounds R       interleaved rounds; the median over rounds is reported\n"
+        "                       (default 5, at most %d)\n"
+        "  --budget SECONDS     time per size and variant when -i is not given (default 0.4)\n"
+        "  -T TYPE              float|double|int|int8|uint8|int32|uint32|int64|uint64|\n"
+        "                       float16|bfloat16 (default float)\n"
+        "  -a ALGO              force an algorithm with weft_comm_set_algo: auto, ring,\n"
+        "                       recursive_doubling, rabenseifner, tree, mpi, ... (default auto)\n"
+        "  --csv FILE           also write the figures as CSV to FILE\n"
+        "  --quiet              no progress lines on stderr\n"
+        "  -h, --help           this text\n"
+        "%s",
+        spec->prog, spec->what ? spec->what : "", spec->what ? "\n" : "", BENCH_MAX_ROUNDS,
+        spec->extra_usage ? spec->extra_usage : "");
+}
+
+static int usage_error(const bench_ctx_t *b, const bench_spec_t *spec, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int usage_error(const bench_ctx_t *b, const bench_spec_t *spec, const char *fmt, ...)
+{
+    if (b->rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "%s: error: ", spec->prog);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, "\nTry '%s --help'.\n", spec->prog);
+        fflush(stderr);
+    }
+    return BENCH_PARSE_USAGE;
+}
+
+/* Apply one short option (or its long form) with its value. */
+static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o, char opt,
+                       const char *val)
+{
+    long l;
+    switch (opt) {
+    case 'm': {
+        const char *colon = strchr(val, ':');
+        size_t lo = o->min_bytes, hi;
+        if (colon) {
+            char buf[64];
+            size_t n = (size_t)(colon - val);
+            if (n == 0 || n >= sizeof buf)
+                return usage_error(b, spec, "bad -m '%s' (MIN:MAX)", val);
+            memcpy(buf, val, n);
+            buf[n] = '\0';
+            if (bench_parse_size(buf, &lo) != 0 || bench_parse_size(colon + 1, &hi) != 0)
+                return usage_error(b, spec, "bad -m '%s' (MIN:MAX in bytes)", val);
+        } else if (bench_parse_size(val, &hi) != 0) {
+            return usage_error(b, spec, "bad -m '%s' (MIN:MAX or MAX in bytes)", val);
+        }
+        if (lo == 0) return usage_error(b, spec, "-m: the smallest size must be at least 1 byte");
+        if (lo > hi) return usage_error(b, spec, "-m: MIN (%zu) is larger than MAX (%zu)", lo, hi);
+        if (hi > BENCH_MAX_BYTES)
+            return usage_error(b, spec, "-m: MAX %zu is above the limit of %zu bytes", hi,
+                               BENCH_MAX_BYTES);
+        o->min_bytes = lo;
+        o->max_bytes = hi;
+        return BENCH_PARSE_OK;
+    }
+    case 'i':
+        if (bench_parse_long(val, 1, &l) != 0 || l > 100000000L)
+            return usage_error(b, spec, "bad -i '%s' (a positive number of iterations)", val);
+        o->iters = l;
+        return BENCH_PARSE_OK;
+    case 'x':
+        if (bench_parse_long(val, 0, &l) != 0 || l > 100000000L)
+            return usage_error(b, spec, "bad -x '%s' (a non-negative number of iterations)", val);
+        o->warmup = l;
+        return BENCH_PARSE_OK;
+    case 'r':
+        if (bench_parse_long(val, 1, &l) != 0 || l > BENCH_MAX_ROUNDS)
+            return usage_error(b, spec, "bad rounds '%s' (1..%d)", val, BENCH_MAX_ROUNDS);
+        o->rounds = (int)l;
+        return BENCH_PARSE_OK;
+    case 'T':
+        if (bench_parse_dtype(val, &o->dtype) != 0)
+            return usage_error(b, spec,
+                               "unknown datatype '%s' (float, double, int, int8, uint8, int32, "
+                               "uint32, int64, uint64, float16, bfloat16)",
+                               val);
+        return BENCH_PARSE_OK;
+    case 'a':
+        if (strcmp(val, "auto") == 0) {
+            o->algo = WEFT_ALGO_AUTO;
+        } else {
+            weft_algo_t a;
+            if (weft_algo_from_name(val, &a) != WEFT_SUCCESS)
+                return usage_error(b, spec, "unknown algorithm '%s' (see weft_algo_name)", val);
+            o->algo = a;
+        }
+        o->algo_given = 1;
+        return BENCH_PARSE_OK;
+    default:
+        return usage_error(b, spec, "unknown option '-%c'", opt);
+    }
+}
+
+int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec, bench_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->min_bytes = 4;
+    o->max_bytes = 16777216;
+    o->iters = 0;
+    o->warmup = -1;
+    o->rounds = 5;
+    o->budget_s = 0.4;
+    o->dtype = WEFT_FLOAT32;
+    o->algo = WEFT_ALGO_AUTO;
+    o->csv_path = NULL;
+
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            bench_usage(b, spec, stdout);
+            if (b->rank == 0) fflush(stdout);
+            return BENCH_PARSE_HELP;
+        }
+        if (strncmp(arg, "--", 2) == 0 && arg[2] != '\0') {
+            char name[64];
+            const char *eq = strchr(arg + 2, '=');
+            size_t n = eq ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
+            if (n == 0 || n >= sizeof name) return usage_error(b, spec, "bad option '%s'", arg);
+            memcpy(name, arg + 2, n);
+            name[n] = '\0';
+            const char *val = eq ? eq + 1 : NULL;
+            /* Shared long options that take a value. */
+            const char *shared_val[] = {"csv", "rounds", "budget"};
+            int shared = -1;
+            for (int k = 0; k < 3; k++)
+                if (strcmp(name, shared_val[k]) == 0) shared = k;
+            if (shared >= 0) {
+                if (!val) {
+                    if (i + 1 >= argc) return usage_error(b, spec, "--%s needs a value", name);
+                    val = argv[++i];
+                }
+                if (shared == 0) {
+                    if (!*val) return usage_error(b, spec, "--csv needs a file name");
+                    o->csv_path = val;
+                } else if (shared == 1) {
+                    int rc = apply_short(b, spec, o, 'r', val);
+                    if (rc != BENCH_PARSE_OK) return rc;
+                } else {
+                    double d;
+                    if (parse_double(val, &d) != 0 || d <= 0 || d > 3600)
+                        return usage_error(b, spec, "bad --budget '%s' (seconds, > 0)", val);
+                    o->budget_s = d;
+                }
+                continue;
+            }
+            if (strcmp(name, "quiet") == 0) {
+                if (val) return usage_error(b, spec, "--quiet takes no value");
+                o->quiet = 1;
+                b->quiet = 1;
+                continue;
+            }
+            int rc = spec->extra ? spec->extra(spec->extra_ud, name, val) : BENCH_OPT_UNKNOWN;
+            if (rc == BENCH_OPT_NEEDS_VALUE) {
+                if (val || i + 1 >= argc) return usage_error(b, spec, "--%s needs a value", name);
+                val = argv[++i];
+                rc = spec->extra(spec->extra_ud, name, val);
+                if (rc == BENCH_OPT_NEEDS_VALUE) rc = BENCH_OPT_BAD_VALUE;
+            }
+            if (rc == BENCH_OPT_UNKNOWN) return usage_error(b, spec, "unknown option '--%s'", name);
+            if (rc == BENCH_OPT_BAD_VALUE)
+                return usage_error(b, spec, "bad value '%s' for --%s", val ? val : "", name);
+            if (rc != BENCH_OPT_OK) return usage_error(b, spec, "bad option '%s'", arg);
+            continue;
+        }
+        if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0' && strchr("mixrTa", arg[1])) {
+            if (i + 1 >= argc) return usage_error(b, spec, "option '%s' needs a value", arg);
+            int rc = apply_short(b, spec, o, arg[1], argv[++i]);
+            if (rc != BENCH_PARSE_OK) return rc;
+            continue;
+        }
+        if (arg[0] == '-' && arg[1] != '\0' && strchr("mixrTa", arg[1])) { /* -m4:1024 */
+            int rc = apply_short(b, spec, o, arg[1], arg + 2);
+            if (rc != BENCH_PARSE_OK) return rc;
+            continue;
+        }
+        if (arg[0] == '-') return usage_error(b, spec, "unknown option '%s'", arg);
+        return usage_error(b, spec, "unexpected argument '%s'", arg);
+    }
+    size_t esz = weft_datatype_size(o->dtype);
+    if (esz == 0) return usage_error(b, spec, "datatype not supported by this Weft build");
+    if (o->max_bytes < esz)
+        return usage_error(b, spec, "-m: MAX %zu is smaller than one %s element (%zu bytes)",
+                           o->max_bytes, weft_datatype_name(o->dtype), esz);
+    /* Whole elements only: round MIN up to a multiple of the element size so
+     * that every size printed is the size sent. */
+    if (o->min_bytes % esz) o->min_bytes += esz - o->min_bytes % esz;
+    if (o->min_bytes > o->max_bytes)
+        return usage_error(b, spec, "-m: no whole number of %s elements between MIN and MAX",
+                           weft_datatype_name(o->dtype));
+    return BENCH_PARSE_OK;
+}
+
+int bench_apply_algo(const bench_ctx_t *b, const bench_opts_t *o, weft_coll_t coll)
+{
+    if (!o->algo_given) return 0;
+    weft_status_t st = weft_comm_set_algo(b->comm, coll, o->algo);
+    if (st != WEFT_SUCCESS) {
+        if (b->rank == 0)
+            fprintf(stderr, "error: -a %s: Weft refuses it for this collective: %s (%s)\n",
+                    weft_algo_name(o->algo) ? weft_algo_name(o->algo) : "?", weft_status_name(st),
+                    weft_strerror(st));
+        return BENCH_PARSE_USAGE;
+    }
+    return 0;
+}
+
+void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char *title,
+                        const char *env_algo_var)
+{
+    if (b->rank != 0) return;
+    printf("# %s\n", title);
+    printf("# Weft %s, %d ranks, datatype %s (%zu B)\n", weft_version_string(), b->size,
+           weft_datatype_name(o->dtype), weft_datatype_size(o->dtype));
+    const char *env_algo = env_algo_var ? getenv(env_algo_var) : NULL;
+    if (o->algo_given)
+        printf("# Algorithm: forced to %s with -a (weft_comm_set_algo)%s%s\n",
+               o->algo == WEFT_ALGO_AUTO ? "auto" : weft_algo_name(o->algo),
+               env_algo ? "; environment also sets " : "", env_algo ? env_algo_var : "");
+    else if (env_algo && *env_algo)
+        printf("# Algorithm: forced by the environment, %s=%s\n", env_algo_var, env_algo);
+    else
+        printf("# Algorithm: auto (Weft's selection)\n");
+    const char *tp = getenv("WEFT_TRANSPORT");
+    printf("# Transport: %s\n", tp && *tp ? tp : "auto (WEFT_TRANSPORT unset)");
+    if (o->iters > 0)
+        printf(
+            "# Timing: variants interleaved (Weft, MPI, ...), %d rounds, %ld iterations per size "
+            "and variant; median over rounds of the per-iteration average (max over ranks)\n",
+            o->rounds, o->iters);
+    else
+        printf(
+            "# Timing: variants interleaved (Weft, MPI, ...), %d rounds, iterations scaled by size "
+            "(budget %.2f s per size and variant); median over rounds of the per-iteration "
+            "average (max over ranks)\n",
+            o->rounds, o->budget_s);
+    fflush(stdout);
+}
+
+/* ---- buffers ------------------------------------------------------------------------ */
+void *bench_alloc(size_t bytes)
+{
+    if (bytes == 0) bytes = 1;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (rounded < bytes) return NULL;
+    void *p = aligned_alloc(64, rounded);
+    if (p) memset(p, 0, rounded);
+    return p;
+}
+
+static uint16_t float_to_half_bits(float f)
+{
+    /* Values used here are small multiples of 1/4: exact in half. */
+    union { float f; uint32_t u; } x = {f};
+    uint32_t sign = (x.u >> 16) & 0x8000u;
+    int32_t exp = (int32_t)((x.u >> 23) & 0xff) - 127 + 15;
+    uint32_t mant = x.u & 0x7fffffu;
+    if ((x.u & 0x7fffffffu) == 0) return (uint16_t)sign;
+    if (exp <= 0) return (uint16_t)sign; /* flush tiny values: not produced here */
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);
+    return (uint16_t)(sign | ((uint32_t)exp << 10) | (mant >> 13));
+}
+
+void bench_fill(void *buf, size_t count, weft_datatype_t dt, int rank)
+{
+    for (size_t i = 0; i < count; i++) {
+        int v = (int)((i * 7u + (size_t)rank * 3u) % 17u) - 8; /* -8..8 */
+        switch (dt) {
+        case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(v / 4); break;
+        case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)((v + 8) / 8); break;
+        case WEFT_INT32: ((int32_t *)buf)[i] = v; break;
+        case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(v + 8); break;
+        case WEFT_INT64: ((int64_t *)buf)[i] = v; break;
+        case WEFT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(v + 8); break;
+        case WEFT_FLOAT32: ((float *)buf)[i] = (float)v * 0.25f; break;
+        case WEFT_FLOAT64: ((double *)buf)[i] = (double)v * 0.25; break;
+        case WEFT_FLOAT16: ((uint16_t *)buf)[i] = float_to_half_bits((float)v * 0.25f); break;
+        case WEFT_BFLOAT16: {
+            union { float f; uint32_t u; } x = {(float)v * 0.25f};
+            ((uint16_t *)buf)[i] = (uint16_t)(x.u >> 16); /* exact: few mantissa bits */
+            break;
+        }
+        default: return;
+        }
+    }
+}
+
+/* ---- timing -------------------------------------------------------------------------- */
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void bench_sleep(double seconds)
+{
+    if (!(seconds > 0)) return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double whole = floor(seconds);
+    ts.tv_sec += (time_t)whole;
+    ts.tv_nsec += (long)((seconds - whole) * 1e9);
+    while (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+double bench_busy(double seconds)
+{
+    double end = bench_now() + seconds;
+    volatile double acc = 1.0;
+    do {
+        for (int k = 0; k < 64; k++) acc = acc * 1.0000001 + 1e-9;
+    } while (bench_now() < end);
+    return acc;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(const double *v, int n)
+{
+    if (n <= 0) return NAN;
+    double tmp[BENCH_MAX_ROUNDS * 4];
+    double *s = tmp;
+    if ((size_t)n > sizeof tmp / sizeof tmp[0]) {
+        s = malloc((size_t)n * sizeof *s);
+        if (!s) return NAN;
+    }
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double m = (n % 2) ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    if (s != tmp) free(s);
+    return m;
+}
+
+int bench_max_over_ranks(const bench_ctx_t *b, double *v, int n)
+{
+    BENCH_MPI(b, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, b->ctl));
+    return 0;
+}
+
+bench_timing_t bench_timing_for(const bench_opts_t *o, size_t bytes)
+{
+    bench_timing_t t;
+    t.rounds = o->rounds > 0 ? o->rounds : 5;
+    if (bytes == 0) bytes = 1;
+    if (o->iters > 0) {
+        t.iters = o->iters;
+        t.budget_s = 0;
+    } else {
+        long it = bytes <= 8192 ? 1000 : (long)(1000.0 * 8192.0 / (double)bytes);
+        if (it < 2L * t.rounds) it = 2L * t.rounds;
+        t.iters = it;
+        t.budget_s = o->budget_s > 0 ? o->budget_s : 0.4;
+    }
+    if (o->warmup >= 0) {
+        t.warmup = o->warmup;
+    } else {
+        long w = bytes <= 8192 ? 100 : (long)(100.0 * 8192.0 / (double)bytes);
+        t.warmup = w < 2 ? 2 : w;
+    }
+    return t;
+}
+
+int bench_run_interleaved(bench_ctx_t *b, const bench_timing_t *tm, const bench_variant_t *v,
+                          int nv, bench_result_t *res)
+{
+    if (nv <= 0 || nv > BENCH_MAX_VARIANTS || tm->rounds <= 0 || tm->rounds > BENCH_MAX_ROUNDS) {
+        bench_error(b, "bench_run_interleaved: %d variants, %d rounds out of range", nv,
+                    tm->rounds);
+        return 1;
+    }
+    const int R = tm->rounds;
+    double pilot[BENCH_MAX_VARIANTS + 1];
+    memset(pilot, 0, sizeof pilot);
+
+    /* Warm-up (and pilot for the budget): every variant, one after the other. */
+    long w = tm->warmup;
+    if (w == 0 && tm->budget_s > 0) w = 1;
+    /* The first size of a run also pays for first-use costs (connections,
+     * engine start, page faults): warm up longer there. */
+    static int first_call = 1;
+    if (first_call && w > 0) w = 2 * w + 10;
+    first_call = 0;
+    int failed = 0;
+    for (int j = 0; j < nv && w > 0; j++) {
+        BENCH_MPI(b, MPI_Barrier(b->ctl));
+        double t0 = MPI_Wtime();
+        if (v[j].run(v[j].ud, w, -1) != 0) failed = 1;
+        pilot[j] = (MPI_Wtime() - t0) / (double)w;
+    }
+    pilot[nv] = failed;
+    if (bench_max_over_ranks(b, pilot, nv + 1) != 0) return 1;
+    if (pilot[nv] != 0) return 1;
+
+    long iters = tm->iters > 0 ? tm->iters : R;
+    if (tm->budget_s > 0) {
+        double est = 0;
+        for (int j = 0; j < nv; j++)
+            if (pilot[j] > est) est = pilot[j];
+        if (est > 0 && est * (double)iters > tm->budget_s) {
+            long cap = (long)(tm->budget_s / est);
+            iters = cap < R ? R : cap;
+        }
+    }
+    long k = (iters + R - 1) / R;
+    if (k < 1) k = 1;
+
+    double *t = calloc((size_t)nv * (size_t)R + 1, sizeof *t);
+    if (!t) {
+        bench_error(b, "out of memory");
+        return 1;
+    }
+    for (int r = 0; r < R; r++) {
+        for (int jj = 0; jj < nv; jj++) {
+            int j = (jj + r) % nv; /* rotate the order from round to round */
+            int rc = MPI_Barrier(b->ctl);
+            if (rc != MPI_SUCCESS) {
+                mpi_err(b, rc, "MPI_Barrier");
+                free(t);
+                return 1;
+            }
+            double t0 = MPI_Wtime();
+            if (v[j].run(v[j].ud, k, r) != 0) failed = 1;
+            t[j * R + r] = (MPI_Wtime() - t0) / (double)k * 1e6;
+        }
+    }
+    t[nv * R] = failed;
+    if (bench_max_over_ranks(b, t, nv * R + 1) != 0 || t[nv * R] != 0) {
+        free(t);
+        return 1;
+    }
+    for (int j = 0; j < nv; j++) {
+        bench_result_t *o = &res[j];
+        memset(o, 0, sizeof *o);
+        o->rounds = R;
+        o->iters_per_round = k;
+        o->min_us = INFINITY;
+        o->max_us = 0;
+        for (int r = 0; r < R; r++) {
+            double x = t[j * R + r];
+            o->round_us[r] = x;
+            if (x < o->min_us) o->min_us = x;
+            if (x > o->max_us) o->max_us = x;
+        }
+        o->median_us = bench_median(o->round_us, R);
+    }
+    free(t);
+    return 0;
+}
+
+/* ---- CSV ------------------------------------------------------------------------------ */
+int bench_csv_open(const bench_ctx_t *b, bench_csv_t *csv, const char *path, const char *header)
+{
+    csv->f = NULL;
+    int ok = 1;
+    if (path && b->rank == 0) {
+        csv->f = fopen(path, "w");
+        if (!csv->f) {
+            fprintf(stderr, "error: cannot open CSV file '%s': %s\n", path, strerror(errno));
+            ok = 0;
+        } else if (fprintf(csv->f, "%s\n", header) < 0) {
+            fprintf(stderr, "error: cannot write CSV file '%s': %s\n", path, strerror(errno));
+            fclose(csv->f);
+            csv->f = NULL;
+            ok = 0;
+        }
+    }
+    BENCH_MPI(b, MPI_Bcast(&ok, 1, MPI_INT, 0, b->ctl));
+    return ok ? 0 : 1;
+}
+
+void bench_csv_row(bench_csv_t *csv, const char *fmt, ...)
+{
+    if (!csv || !csv->f) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(csv->f, fmt, ap);
+    va_end(ap);
+    fputc('\n', csv->f);
+    fflush(csv->f);
+}
+
+int bench_csv_close(bench_csv_t *csv)
+{
+    if (!csv || !csv->f) return 0;
+    int bad = ferror(csv->f);
+    if (fclose(csv->f) != 0) bad = 1;
+    csv->f = NULL;
+    if (bad) fprintf(stderr, "error: writing the CSV file failed\n");
+    return bad ? 1 : 0;
+}

@@ -1,0 +1,269 @@
+/*
+ * bench_common.h - shared pieces of Weft's OSU-style benchmarks.
+ *
+ * Every benchmark program (weft_osu_<collective>, weft_osu_halo,
+ * weft_osu_p2p, the allreduce sweep) looks like this:
+ *
+ *     int main(int argc, char **argv) {
+ *         bench_ctx_t b;
+ *         bench_opts_t o;
+ *         int rc = bench_init(&b, &argc, &argv);      // MPI + Weft + comms
+ *         if (rc != 0) return rc;
+ *         bench_spec_t spec = { "weft_osu_x", "what it measures", NULL, NULL, NULL };
+ *         rc = bench_parse(&b, argc, argv, &spec, &o); // shared options
+ *         if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
+ *         bench_print_header(&b, &o, "Weft X latency test");
+ *         for (size_t bytes = o.min_bytes; bytes && bytes <= o.max_bytes; bytes *= 2) {
+ *             bench_variant_t v[2] = {{"weft", run_weft, &st}, {"mpi", run_mpi, &st}};
+ *             bench_result_t r[2];
+ *             bench_timing_t tm = bench_timing_for(&o, bytes);
+ *             if (bench_run_interleaved(&b, &tm, v, 2, r) != 0) ... ;
+ *             ... print r[0].median_us, r[1].median_us ...
+ *         }
+ *         return bench_finalize(&b, 0);
+ *     }
+ *
+ * Measurement method (the same for every program, see doc/benchmarks.md):
+ * the variants being compared run in the same process, INTERLEAVED: each of
+ * R rounds runs a block of k iterations of every variant in turn (the order
+ * rotates from round to round), each block preceded by a barrier and timed on
+ * every rank; the per-iteration average of a block is maximised over ranks,
+ * and the figure reported is the MEDIAN over rounds. Warm-up iterations of
+ * every variant run first and also give the time estimate used to scale the
+ * iteration count down for large messages.
+ *
+ * Everything here is for the program's main thread, and every function that
+ * says "collective" must be called by every rank of MPI_COMM_WORLD.
+ */
+#ifndef WEFT_BENCH_COMMON_H
+#define WEFT_BENCH_COMMON_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "weft.h"
+#include "weft_mpi.h"
+
+/* ---- process context ------------------------------------------------------ */
+typedef struct bench_ctx {
+    int rank, size;      /* in MPI_COMM_WORLD */
+    weft_comm_t comm;    /* Weft communicator over MPI_COMM_WORLD (no stream) */
+    MPI_Comm mpi_comm;   /* a dup of MPI_COMM_WORLD for the MPI baseline only */
+    MPI_Comm ctl;        /* a dup for the benchmark's own barriers and reductions */
+    double t_start;      /* MPI_Wtime() at bench_init */
+    double last_progress;/* when the last progress line was printed */
+    int quiet;           /* no progress lines (--quiet) */
+} bench_ctx_t;
+
+/**
+ * MPI_Init_thread(MPI_THREAD_MULTIPLE), weft_init, weft_comm_create over
+ * MPI_COMM_WORLD, and two dups of MPI_COMM_WORLD (baseline, control).
+ * Returns 0, or an exit code for main (1) after printing why and cleaning up.
+ * Collective.
+ */
+int bench_init(bench_ctx_t *b, int *argc, char ***argv);
+
+/**
+ * Destroy what bench_init created, weft_finalize, MPI_Finalize. Returns the
+ * exit code main should return: `code`, mapped as follows for the values
+ * bench_parse returns: BENCH_PARSE_HELP -> 0, BENCH_PARSE_USAGE -> 2.
+ * Collective.
+ */
+int bench_finalize(bench_ctx_t *b, int code);
+
+/** printf on rank 0 only (stdout), flushed. */
+void bench_printf(const bench_ctx_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** A progress line on rank 0's stderr, at most every 2 s and only once the
+ * run has taken more than 2 s (short runs stay quiet); never with --quiet. */
+void bench_progress(bench_ctx_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** An error message on stderr with the rank (any rank). */
+void bench_error(const bench_ctx_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- options ------------------------------------------------------------------ */
+typedef struct bench_opts {
+    size_t min_bytes, max_bytes; /* -m MIN:MAX (default 4:16777216) */
+    long iters;                  /* -i: timed iterations per variant per size; 0 = scaled */
+    long warmup;                 /* -x: warm-up iterations per variant; -1 = scaled */
+    int rounds;                  /* -r / --rounds: interleaved rounds (default 5) */
+    double budget_s;             /* --budget S: cap on timed seconds per variant per size
+                                  * when -i is not given (default 0.4) */
+    weft_datatype_t dtype;       /* -T (default float32) */
+    weft_algo_t algo;            /* -a (default auto) */
+    int algo_given;              /* -a was on the command line */
+    const char *csv_path;        /* --csv FILE, NULL if none */
+    int quiet;                   /* --quiet: no progress lines on stderr */
+} bench_opts_t;
+
+/**
+ * A long option the shared parser does not know is offered to the caller:
+ * `name` without the leading "--" (e.g. "compute"), `value` the text after
+ * '=' or NULL if there was none. When the option needs a value and `value` is
+ * NULL, return BENCH_OPT_NEEDS_VALUE and the parser passes the next argument
+ * in a second call. Return BENCH_OPT_OK when taken, BENCH_OPT_UNKNOWN when
+ * not an option of this program, BENCH_OPT_BAD_VALUE for a bad value (the
+ * parser prints the usage error).
+ */
+enum {
+    BENCH_OPT_OK = 0,
+    BENCH_OPT_UNKNOWN = 1,
+    BENCH_OPT_BAD_VALUE = 2,
+    BENCH_OPT_NEEDS_VALUE = 3
+};
+typedef int (*bench_extra_fn)(void *ud, const char *name, const char *value);
+
+typedef struct bench_spec {
+    const char *prog;         /* program name for messages */
+    const char *what;         /* one line saying what it measures */
+    const char *extra_usage;  /* lines describing the program's own options, or NULL */
+    bench_extra_fn extra;     /* the program's own long options, or NULL */
+    void *extra_ud;
+} bench_spec_t;
+
+/* bench_parse results. */
+enum {
+    BENCH_PARSE_OK = 0,
+    BENCH_PARSE_HELP = 1000,  /* --help printed: exit 0 */
+    BENCH_PARSE_USAGE = 1001  /* a usage error printed: exit 2 */
+};
+
+/**
+ * Parse the shared options into *o (defaults first):
+ *   -m MIN:MAX | -m MAX   message sizes in bytes (K/M/G suffixes allowed)
+ *   -i ITERS   -x WARMUP   -r ROUNDS   --budget SECONDS
+ *   -T TYPE    (float, double, int, int8, uint8, int32, uint32, int64,
+ *               uint64, float16/half, bfloat16/bf16, float32, float64)
+ *   -a ALGO    (a name of weft_algo_name, or "auto")
+ *   --csv FILE   --quiet   -h | --help
+ * Long options may be written --opt=VALUE or --opt VALUE. Every rank parses
+ * the same argv, so every rank returns the same result; messages are printed
+ * by rank 0. Not collective (no communication).
+ */
+int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec, bench_opts_t *o);
+
+/** Print the usage text (rank 0). */
+void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f);
+
+/** Parse "float", "double", "int", ... (see bench_parse). 0 on success, -1 if unknown. */
+int bench_parse_dtype(const char *name, weft_datatype_t *dt);
+/** MPI's datatype for ours; MPI_DATATYPE_NULL for float16/bfloat16 (no MPI baseline). */
+MPI_Datatype bench_mpi_dtype(weft_datatype_t dt);
+/** MPI's op for ours (AVG -> MPI_SUM); MPI_OP_NULL if none. */
+MPI_Op bench_mpi_op(weft_op_t op);
+/** Parse a byte size "4096", "64K", "16M", "1G". 0 on success, -1 if malformed. */
+int bench_parse_size(const char *s, size_t *out);
+/** Parse a positive/non-negative long; 0 on success, -1 if malformed or < min. */
+int bench_parse_long(const char *s, long min, long *out);
+
+/**
+ * Print the '#' header lines: title, Weft version, number of ranks, datatype,
+ * which algorithm forcing is in effect (-a, or WEFT_<COLL>_ALGO from the
+ * environment named by env_algo_var, may be NULL), the transport asked for
+ * (WEFT_TRANSPORT), and the timing method. Rank 0.
+ */
+void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char *title,
+                        const char *env_algo_var);
+
+/**
+ * Apply -a to coll on b->comm (weft_comm_set_algo) when given. Returns 0, or
+ * BENCH_PARSE_USAGE (pass it to bench_finalize: exit 2) after printing why
+ * when Weft refuses that algorithm for coll (same result on every rank).
+ */
+int bench_apply_algo(const bench_ctx_t *b, const bench_opts_t *o, weft_coll_t coll);
+
+/**
+ * Fill `count` elements of dt with small values that depend on rank and index
+ * (exact in every type; sums over many ranks do not overflow). Benchmarks do
+ * not check results, they only need realistic, finite data. Any thread.
+ */
+void bench_fill(void *buf, size_t count, weft_datatype_t dt, int rank);
+
+/** Allocate `bytes` (at least 1) aligned to 64 bytes, zeroed; NULL on failure. */
+void *bench_alloc(size_t bytes);
+
+/**
+ * Loop over the sizes of -m: MIN, 2*MIN, 4*MIN, ... up to MAX, without
+ * overflowing. Usage: BENCH_FOR_SIZES(&o, bytes) { ... use bytes ... }
+ */
+#define BENCH_FOR_SIZES(o, bytes)                                              \
+    for (size_t bytes = (o)->min_bytes; bytes != 0 && bytes <= (o)->max_bytes; \
+         bytes = bytes > (o)->max_bytes / 2 ? 0 : bytes * 2)
+
+/* ---- timing ------------------------------------------------------------------------ */
+/** How one size is timed. */
+typedef struct bench_timing {
+    long warmup;     /* iterations per variant before the rounds (also the pilot) */
+    long iters;      /* timed iterations per variant, split over the rounds */
+    int rounds;      /* interleaved rounds */
+    double budget_s; /* > 0: iters is reduced so one variant's timed iterations take
+                      * about budget_s (estimated from the warm-up); 0: iters as given */
+} bench_timing_t;
+
+/**
+ * The timing for a message of `bytes`: -i/-x when given, otherwise OSU-like
+ * scaling (1000 iterations and 100 warm-up up to 8 KiB, then inversely
+ * proportional to the size down to at least 2 per round) and the time budget.
+ */
+bench_timing_t bench_timing_for(const bench_opts_t *o, size_t bytes);
+
+/**
+ * One thing to time: run(ud, iters, round) runs `iters` iterations and returns
+ * 0, or a nonzero error (a weft_status_t or an MPI code; it should print the
+ * cause). `round` is the round index (-1 during warm-up) so that a variant
+ * can keep per-round figures of its own (e.g. compute time inside the loop).
+ */
+typedef struct bench_variant {
+    const char *name;
+    int (*run)(void *ud, long iters, int round);
+    void *ud;
+} bench_variant_t;
+
+#define BENCH_MAX_ROUNDS 64
+#define BENCH_MAX_VARIANTS 16
+
+typedef struct bench_result {
+    double median_us;  /* median over rounds of the per-iteration average (max over ranks) */
+    double min_us, max_us;
+    double round_us[BENCH_MAX_ROUNDS]; /* per round, max over ranks */
+    long iters_per_round;
+    int rounds;
+} bench_result_t;
+
+/**
+ * Time nv variants interleaved (see the file comment). res[i] for v[i]. On
+ * return every rank holds the same results. Returns 0, or nonzero if any
+ * rank's variant failed (the same on every rank). Collective.
+ */
+int bench_run_interleaved(bench_ctx_t *b, const bench_timing_t *tm, const bench_variant_t *v,
+                          int nv, bench_result_t *res);
+
+/** Median of n values (does not modify v); NaN for n == 0. */
+double bench_median(const double *v, int n);
+/** Maximum over ranks of n doubles, in place, on every rank (collective). */
+int bench_max_over_ranks(const bench_ctx_t *b, double *v, int n);
+
+/** Sleep for `seconds` with clock_nanosleep (absolute deadline, monotonic). */
+void bench_sleep(double seconds);
+/** Spin on the CPU for about `seconds` without calling MPI or Weft; returns a value
+ * the caller should keep so the loop is not optimised away. */
+double bench_busy(double seconds);
+/** Monotonic seconds (clock_gettime). */
+double bench_now(void);
+
+/* ---- CSV ------------------------------------------------------------------------ */
+typedef struct bench_csv {
+    FILE *f; /* rank 0 only; NULL elsewhere or when no --csv */
+} bench_csv_t;
+
+/**
+ * Open path (when non-NULL) on rank 0 and write the header row (comma-
+ * separated column names). Returns 0, or nonzero on every rank if rank 0
+ * could not open or write it (printed). Collective.
+ */
+int bench_csv_open(const bench_ctx_t *b, bench_csv_t *csv, const char *path, const char *header);
+/** Append one row (printf format, no newline needed). Rank 0; no-op elsewhere. */
+void bench_csv_row(bench_csv_t *csv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/** Close; returns nonzero if writing failed (rank 0). */
+int bench_csv_close(bench_csv_t *csv);
+
+#endif /* WEFT_BENCH_COMMON_H */

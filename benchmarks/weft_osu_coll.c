@@ -1,0 +1,248 @@
+/*
+ * weft_osu_coll - OSU-style latency of one Weft collective, with MPI's own
+ * (on its own dup of MPI_COMM_WORLD) timed in the same run, interleaved.
+ *
+ *   mpiexec -n 4 weft_osu_coll --coll NAME [-m MIN:MAX] [-i ITERS] [-x WARMUP]
+ *                              [-T TYPE] [-a ALGO] [--root R] [--csv FILE]
+ *
+ * NAME: reduce_scatter, allgather, bcast, reduce, alltoall, gather, scatter,
+ * barrier. The thin programs weft_osu_<NAME> are this program with NAME
+ * built in (-DBENCH_COLL=...). Sizes are bytes per rank's block (the result
+ * block of reduce_scatter, the contribution of allgather/gather/alltoall
+ * blocks/scatter blocks) and the whole buffer for bcast/reduce; barrier
+ * prints one row with size 0.
+ *
+ * Output per size, as weft_osu_allreduce: Weft median, MPI median, ratio,
+ * the algorithm Weft chose; CSV columns size_bytes,weft_us,mpi_us,ratio,algorithm.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+typedef struct coll_desc {
+    const char *name;
+    weft_coll_t coll;
+    const char *env;   /* WEFT_<COLL>_ALGO */
+    int send_blocks;   /* send buffer blocks (p = size) */
+    int recv_blocks;
+} coll_desc_t;
+
+enum { ONE = 1, P = -1 };
+static const coll_desc_t colls[] = {
+    {"reduce_scatter", WEFT_COLL_REDUCE_SCATTER, "WEFT_REDUCE_SCATTER_ALGO", P, ONE},
+    {"allgather", WEFT_COLL_ALLGATHER, "WEFT_ALLGATHER_ALGO", ONE, P},
+    {"bcast", WEFT_COLL_BCAST, "WEFT_BCAST_ALGO", ONE, ONE},
+    {"reduce", WEFT_COLL_REDUCE, "WEFT_REDUCE_ALGO", ONE, ONE},
+    {"alltoall", WEFT_COLL_ALLTOALL, "WEFT_ALLTOALL_ALGO", P, P},
+    {"gather", WEFT_COLL_GATHER, "WEFT_GATHER_ALGO", ONE, P},
+    {"scatter", WEFT_COLL_SCATTER, "WEFT_SCATTER_ALGO", P, ONE},
+    {"barrier", WEFT_COLL_BARRIER, "WEFT_BARRIER_ALGO", ONE, ONE},
+};
+#define NCOLLS (sizeof colls / sizeof colls[0])
+
+typedef struct state {
+    bench_ctx_t *b;
+    const coll_desc_t *c;
+    int root;
+    weft_datatype_t dt;
+    MPI_Datatype mdt;
+    size_t count;
+    void *wsend, *wrecv, *msend, *mrecv;
+} state_t;
+
+typedef struct extra {
+    const coll_desc_t *c;
+    int root;
+} extra_t;
+
+static int extra_opt(void *ud, const char *name, const char *value)
+{
+    extra_t *e = ud;
+    if (strcmp(name, "coll") == 0) {
+        if (!value) return BENCH_OPT_NEEDS_VALUE;
+        for (size_t i = 0; i < NCOLLS; i++)
+            if (strcmp(value, colls[i].name) == 0) {
+                e->c = &colls[i];
+                return BENCH_OPT_OK;
+            }
+        return BENCH_OPT_BAD_VALUE;
+    }
+    if (strcmp(name, "root") == 0) {
+        long r;
+        if (!value) return BENCH_OPT_NEEDS_VALUE;
+        if (bench_parse_long(value, 0, &r) != 0 || r > 1 << 20) return BENCH_OPT_BAD_VALUE;
+        e->root = (int)r;
+        return BENCH_OPT_OK;
+    }
+    return BENCH_OPT_UNKNOWN;
+}
+
+static weft_status_t weft_call(state_t *s)
+{
+    weft_comm_t comm = s->b->comm;
+    size_t n = s->count;
+    switch (s->c->coll) {
+    case WEFT_COLL_REDUCE_SCATTER: return weft_reduce_scatter(s->wsend, s->wrecv, n, s->dt, WEFT_SUM, comm);
+    case WEFT_COLL_ALLGATHER: return weft_allgather(s->wsend, s->wrecv, n, s->dt, comm);
+    case WEFT_COLL_BCAST: return weft_bcast(s->wsend, n, s->dt, s->root, comm);
+    case WEFT_COLL_REDUCE: return weft_reduce(s->wsend, s->wrecv, n, s->dt, WEFT_SUM, s->root, comm);
+    case WEFT_COLL_ALLTOALL: return weft_alltoall(s->wsend, s->wrecv, n, s->dt, comm);
+    case WEFT_COLL_GATHER: return weft_gather(s->wsend, s->wrecv, n, s->dt, s->root, comm);
+    case WEFT_COLL_SCATTER: return weft_scatter(s->wsend, s->wrecv, n, s->dt, s->root, comm);
+    case WEFT_COLL_BARRIER: return weft_barrier(comm);
+    default: return WEFT_ERR_INVALID_ARG;
+    }
+}
+
+static int mpi_call(state_t *s)
+{
+    MPI_Comm comm = s->b->mpi_comm;
+    int n = (int)s->count;
+    switch (s->c->coll) {
+    case WEFT_COLL_REDUCE_SCATTER: return MPI_Reduce_scatter_block(s->msend, s->mrecv, n, s->mdt, MPI_SUM, comm);
+    case WEFT_COLL_ALLGATHER: return MPI_Allgather(s->msend, n, s->mdt, s->mrecv, n, s->mdt, comm);
+    case WEFT_COLL_BCAST: return MPI_Bcast(s->msend, n, s->mdt, s->root, comm);
+    case WEFT_COLL_REDUCE: return MPI_Reduce(s->msend, s->mrecv, n, s->mdt, MPI_SUM, s->root, comm);
+    case WEFT_COLL_ALLTOALL: return MPI_Alltoall(s->msend, n, s->mdt, s->mrecv, n, s->mdt, comm);
+    case WEFT_COLL_GATHER: return MPI_Gather(s->msend, n, s->mdt, s->mrecv, n, s->mdt, s->root, comm);
+    case WEFT_COLL_SCATTER: return MPI_Scatter(s->msend, n, s->mdt, s->mrecv, n, s->mdt, s->root, comm);
+    case WEFT_COLL_BARRIER: return MPI_Barrier(comm);
+    default: return MPI_ERR_OTHER;
+    }
+}
+
+static int run_weft(void *ud, long iters, int round)
+{
+    state_t *s = ud;
+    (void)round;
+    for (long i = 0; i < iters; i++) {
+        weft_status_t st = weft_call(s);
+        if (st != WEFT_SUCCESS) {
+            bench_error(s->b, "weft_%s(count=%zu): %s (%s)", s->c->name, s->count, weft_status_name(st),
+                        weft_strerror(st));
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int run_mpi(void *ud, long iters, int round)
+{
+    state_t *s = ud;
+    (void)round;
+    for (long i = 0; i < iters; i++) {
+        int rc = mpi_call(s);
+        if (rc != MPI_SUCCESS) {
+            bench_error(s->b, "MPI %s(count=%zu) failed (code %d)", s->c->name, s->count, rc);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_ctx_t b;
+    bench_opts_t o;
+    extra_t e = {NULL, 0};
+#ifdef BENCH_COLL
+    for (size_t i = 0; i < NCOLLS; i++)
+        if (strcmp(colls[i].name, BENCH_COLL) == 0) e.c = &colls[i];
+#endif
+    int rc = bench_init(&b, &argc, &argv);
+    if (rc != 0) return rc;
+    bench_spec_t spec = {"weft_osu_coll",
+                         "Latency of a Weft collective and of MPI's own in the same run "
+                         "(interleaved, median over rounds).",
+                         "  --coll NAME   reduce_scatter, allgather, bcast, reduce, alltoall, gather,\n"
+                         "                scatter or barrier\n"
+                         "  --root R      root of bcast/reduce/gather/scatter (default 0)\n",
+                         extra_opt, &e};
+    rc = bench_parse(&b, argc, argv, &spec, &o);
+    if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
+    if (e.c == NULL || e.root >= b.size) {
+        if (b.rank == 0)
+            fprintf(stderr, "error: %s\n", e.c ? "--root must be < the number of ranks"
+                                                : "--coll NAME is required");
+        bench_usage(&b, &spec, stderr);
+        return bench_finalize(&b, BENCH_PARSE_USAGE);
+    }
+    if (bench_apply_algo(&b, &o, e.c->coll) != 0) return bench_finalize(&b, 1);
+
+    state_t s = {.b = &b, .c = e.c, .root = e.root, .dt = o.dtype, .mdt = bench_mpi_dtype(o.dtype)};
+    const size_t esz = weft_datatype_size(o.dtype);
+    const int have_mpi = s.mdt != MPI_DATATYPE_NULL;
+    int is_barrier = e.c->coll == WEFT_COLL_BARRIER;
+    size_t maxcount = is_barrier ? 1 : o.max_bytes / esz;
+    if (maxcount > (size_t)INT32_MAX) {
+        if (b.rank == 0) fprintf(stderr, "error: -m MAX too large for MPI's int count\n");
+        return bench_finalize(&b, 2);
+    }
+    size_t sb = maxcount * esz * (size_t)(e.c->send_blocks == P ? b.size : 1);
+    size_t rb = maxcount * esz * (size_t)(e.c->recv_blocks == P ? b.size : 1);
+    s.wsend = bench_alloc(sb);
+    s.wrecv = bench_alloc(rb);
+    s.msend = bench_alloc(sb);
+    s.mrecv = bench_alloc(rb);
+    int ok = s.wsend && s.wrecv && s.msend && s.mrecv, all_ok = 0;
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
+        bench_error(&b, "cannot allocate buffers of %zu and %zu bytes", sb, rb);
+        rc = 1;
+        goto out_free;
+    }
+    bench_fill(s.wsend, sb / esz, o.dtype, b.rank);
+    bench_fill(s.msend, sb / esz, o.dtype, b.rank);
+
+    bench_csv_t csv;
+    if (bench_csv_open(&b, &csv, o.csv_path, "size_bytes,weft_us,mpi_us,ratio,algorithm") != 0) {
+        rc = 1;
+        goto out_free;
+    }
+    char title[128];
+    snprintf(title, sizeof title, "Weft %s latency test (weft_osu_%s)", e.c->name, e.c->name);
+    bench_print_header(&b, &o, title, e.c->env);
+    if (!have_mpi)
+        bench_printf(&b, "# MPI has no %s datatype: no MPI baseline\n", weft_datatype_name(o.dtype));
+    bench_printf(&b, "%-10s%18s%18s%12s  %s\n", "# Size", "Avg Latency(us)", "MPI Latency(us)",
+                 "Weft/MPI", "Algorithm");
+
+    rc = 0;
+    for (size_t bytes = is_barrier ? 0 : o.min_bytes; is_barrier || bytes <= o.max_bytes; bytes *= 2) {
+        if (is_barrier || bytes >= esz) {
+            s.count = bytes / esz;
+            weft_algo_t algo = WEFT_ALGO_AUTO;
+            weft_status_t st = weft_query_algo(b.comm, e.c->coll, s.count, o.dtype, &algo);
+            const char *aname = st == WEFT_SUCCESS && weft_algo_name(algo) ? weft_algo_name(algo) : "?";
+            bench_variant_t v[2] = {{"weft", run_weft, &s}, {"mpi", run_mpi, &s}};
+            bench_result_t r[2];
+            bench_timing_t tm = bench_timing_for(&o, bytes ? bytes : 1);
+            if (bench_run_interleaved(&b, &tm, v, have_mpi ? 2 : 1, r) != 0) {
+                bench_error(&b, "size %zu failed", bytes);
+                rc = 1;
+                break;
+            }
+            double wus = r[0].median_us, mus = have_mpi ? r[1].median_us : NAN;
+            double ratio = have_mpi && mus > 0 ? wus / mus : NAN;
+            if (have_mpi) {
+                bench_printf(&b, "%-10zu%18.2f%18.2f%12.2f  %s\n", bytes, wus, mus, ratio, aname);
+                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s", bytes, wus, mus, ratio, aname);
+            } else {
+                bench_printf(&b, "%-10zu%18.2f%18s%12s  %s\n", bytes, wus, "n/a", "n/a", aname);
+                bench_csv_row(&csv, "%zu,%.3f,,,%s", bytes, wus, aname);
+            }
+            bench_progress(&b, "weft_osu_%s: %zu bytes done", e.c->name, bytes);
+        }
+        if (is_barrier || bytes > o.max_bytes / 2) break;
+    }
+    if (bench_csv_close(&csv) != 0) rc = 1;
+
+out_free:
+    free(s.wsend);
+    free(s.wrecv);
+    free(s.msend);
+    free(s.mrecv);
+    return bench_finalize(&b, rc);
+}

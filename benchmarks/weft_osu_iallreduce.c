@@ -1,0 +1,315 @@
+/*
+ * weft_osu_iallreduce - OSU's overlap method for nonblocking allreduce, for
+ * Weft (weft_iallreduce + compute + weft_wait) and for MPI (MPI_Iallreduce +
+ * compute + MPI_Wait) side by side, in the same run.
+ *
+ *   mpiexec -n 2 weft_osu_iallreduce [shared options] [--compute=busy|device]
+ *
+ * Per size and library:
+ *   1. Pure Comm.: issue + wait with nothing in between (interleaved rounds,
+ *      median of the per-iteration average, max over ranks);
+ *   2. Overall: issue, compute for as long as that library's pure
+ *      communication time (as OSU does), wait; Compute is the compute time
+ *      measured inside that loop;
+ *   Overlap(%) = max(0, 100 - 100 * (Overall - Compute) / Pure Comm.).
+ *
+ * Compute modes (a table, so that a later mode, e.g. work queued on a device
+ * stream, is one more entry):
+ *   busy   - a CPU loop that calls neither MPI nor Weft;
+ *   device - the caller sleeps (clock_nanosleep), as a host thread does while
+ *            a GPU computes.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+/* ---- compute modes ------------------------------------------------------------- */
+typedef struct compute_mode {
+    const char *name;   /* --compute=NAME */
+    const char *header; /* what the header line says */
+    /** Prepare (may be NULL): called once after option parsing, collective-free.
+     * Returns 0 or nonzero with a message printed. */
+    int (*setup)(bench_ctx_t *b, void **ctx);
+    /** Compute for about `seconds`; must not call MPI or Weft unless the mode says so. */
+    void (*compute)(void *ctx, double seconds);
+    /** Release what setup made (may be NULL). */
+    void (*teardown)(void *ctx);
+} compute_mode_t;
+
+static volatile double busy_sink;
+
+static void compute_busy(void *ctx, double seconds)
+{
+    (void)ctx;
+    busy_sink += bench_busy(seconds);
+}
+
+static void compute_device(void *ctx, double seconds)
+{
+    (void)ctx;
+    bench_sleep(seconds);
+}
+
+/* Sleeps of a few microseconds overshoot by the timer slack (50 us by
+ * default on Linux): ask for the smallest slack so that the device mode can
+ * follow short communication times. */
+static int setup_device(bench_ctx_t *b, void **ctx)
+{
+    (void)b;
+    *ctx = NULL;
+#if defined(__linux__) && defined(PR_SET_TIMERSLACK)
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* best effort */
+#endif
+    return 0;
+}
+
+static const compute_mode_t compute_modes[] = {
+    {"busy", "CPU-busy loop on the calling thread (--compute=busy)", NULL, compute_busy, NULL},
+    {"device", "device-style: the calling thread sleeps (clock_nanosleep) as while a GPU computes "
+               "(--compute=device)",
+     setup_device, compute_device, NULL},
+    /* A stream mode (work queued on the communicator's stream) goes here. */
+};
+#define N_COMPUTE_MODES ((int)(sizeof compute_modes / sizeof compute_modes[0]))
+
+typedef struct extra_opts {
+    const compute_mode_t *mode;
+} extra_opts_t;
+
+static int parse_extra(void *ud, const char *name, const char *value)
+{
+    extra_opts_t *e = ud;
+    if (strcmp(name, "compute") != 0) return BENCH_OPT_UNKNOWN;
+    if (!value) return BENCH_OPT_NEEDS_VALUE;
+    for (int i = 0; i < N_COMPUTE_MODES; i++)
+        if (strcmp(value, compute_modes[i].name) == 0) {
+            e->mode = &compute_modes[i];
+            return BENCH_OPT_OK;
+        }
+    return BENCH_OPT_BAD_VALUE;
+}
+
+/* ---- the timed loops ---------------------------------------------------------------- */
+typedef struct state {
+    bench_ctx_t *b;
+    weft_datatype_t dt;
+    MPI_Datatype mdt;
+    size_t count;
+    void *wsend, *wrecv, *msend, *mrecv;
+    const compute_mode_t *mode;
+    void *mode_ctx;
+    double compute_s[2];                 /* target compute per iteration: [0] Weft, [1] MPI */
+    double comp_us[2][BENCH_MAX_ROUNDS]; /* measured compute per iteration, per round */
+} state_t;
+
+static int weft_issue_wait(state_t *s, double compute_s, double *comp_acc)
+{
+    weft_request_t req = WEFT_REQUEST_NULL;
+    weft_status_t st =
+        weft_iallreduce(s->wsend, s->wrecv, s->count, s->dt, WEFT_SUM, s->b->comm, &req);
+    if (st != WEFT_SUCCESS) {
+        bench_error(s->b, "weft_iallreduce(count=%zu): %s (%s)", s->count, weft_status_name(st),
+                    weft_strerror(st));
+        return 1;
+    }
+    if (compute_s > 0) {
+        double t0 = bench_now();
+        s->mode->compute(s->mode_ctx, compute_s);
+        *comp_acc += bench_now() - t0;
+    }
+    st = weft_wait(&req);
+    if (st != WEFT_SUCCESS) {
+        bench_error(s->b, "weft_wait(count=%zu): %s (%s)", s->count, weft_status_name(st),
+                    weft_strerror(st));
+        return 1;
+    }
+    return 0;
+}
+
+static int mpi_issue_wait(state_t *s, double compute_s, double *comp_acc)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = MPI_Iallreduce(s->msend, s->mrecv, (int)s->count, s->mdt, MPI_SUM, s->b->mpi_comm,
+                            &req);
+    if (rc != MPI_SUCCESS) {
+        bench_error(s->b, "MPI_Iallreduce(count=%zu) failed (code %d)", s->count, rc);
+        return 1;
+    }
+    if (compute_s > 0) {
+        double t0 = bench_now();
+        s->mode->compute(s->mode_ctx, compute_s);
+        *comp_acc += bench_now() - t0;
+    }
+    rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        bench_error(s->b, "MPI_Wait(count=%zu) failed (code %d)", s->count, rc);
+        return 1;
+    }
+    return 0;
+}
+
+static int run_loop(state_t *s, int lib, int with_compute, long iters, int round)
+{
+    double comp = 0;
+    double target = with_compute ? s->compute_s[lib] : 0;
+    for (long i = 0; i < iters; i++) {
+        int rc = lib == 0 ? weft_issue_wait(s, target, &comp) : mpi_issue_wait(s, target, &comp);
+        if (rc != 0) return rc;
+    }
+    if (with_compute && round >= 0 && round < BENCH_MAX_ROUNDS)
+        s->comp_us[lib][round] = comp / (double)iters * 1e6;
+    return 0;
+}
+
+static int weft_pure(void *ud, long it, int r) { return run_loop(ud, 0, 0, it, r); }
+static int mpi_pure(void *ud, long it, int r) { return run_loop(ud, 1, 0, it, r); }
+static int weft_overall(void *ud, long it, int r) { return run_loop(ud, 0, 1, it, r); }
+static int mpi_overall(void *ud, long it, int r) { return run_loop(ud, 1, 1, it, r); }
+
+static double overlap_pct(double overall, double compute, double pure)
+{
+    if (!(pure > 0)) return 0;
+    double v = 100.0 - 100.0 * (overall - compute) / pure;
+    return v < 0 ? 0 : v;
+}
+
+int main(int argc, char **argv)
+{
+    bench_ctx_t b;
+    bench_opts_t o;
+    int rc = bench_init(&b, &argc, &argv);
+    if (rc != 0) return rc;
+    extra_opts_t ex = {&compute_modes[0]};
+    bench_spec_t spec = {
+        "weft_osu_iallreduce",
+        "Overlap of nonblocking allreduce with computation (OSU method), Weft and MPI side by "
+        "side.",
+        "  --compute=MODE       busy: a CPU loop that calls neither MPI nor Weft (default);\n"
+        "                       device: the caller sleeps, as a host thread while a GPU computes\n",
+        parse_extra, &ex};
+    rc = bench_parse(&b, argc, argv, &spec, &o);
+    if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
+    rc = bench_apply_algo(&b, &o, WEFT_COLL_ALLREDUCE);
+    if (rc != 0) return bench_finalize(&b, rc);
+
+    state_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        bench_error(&b, "out of memory");
+        return bench_finalize(&b, 1);
+    }
+    s->b = &b;
+    s->dt = o.dtype;
+    s->mdt = bench_mpi_dtype(o.dtype);
+    s->mode = ex.mode;
+    const int have_mpi = s->mdt != MPI_DATATYPE_NULL;
+    const size_t esz = weft_datatype_size(o.dtype);
+    const size_t maxcount = o.max_bytes / esz;
+    bench_csv_t csv = {NULL};
+    int mode_ready = 0;
+
+    s->wsend = bench_alloc(maxcount * esz);
+    s->wrecv = bench_alloc(maxcount * esz);
+    s->msend = bench_alloc(maxcount * esz);
+    s->mrecv = bench_alloc(maxcount * esz);
+    int ok = s->wsend && s->wrecv && s->msend && s->mrecv, all_ok = 0;
+    if (ok && s->mode->setup) {
+        ok = s->mode->setup(&b, &s->mode_ctx) == 0;
+        mode_ready = ok;
+    } else {
+        mode_ready = ok;
+    }
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
+        bench_error(&b, "setup failed (buffers of %zu bytes, compute mode %s)", maxcount * esz,
+                    s->mode->name);
+        rc = 1;
+        goto out;
+    }
+    bench_fill(s->wsend, maxcount, o.dtype, b.rank);
+    bench_fill(s->msend, maxcount, o.dtype, b.rank);
+
+    if (bench_csv_open(&b, &csv, o.csv_path,
+                       "size_bytes,weft_overall_us,weft_compute_us,weft_pure_us,weft_overlap_pct,"
+                       "mpi_overall_us,mpi_compute_us,mpi_pure_us,mpi_overlap_pct") != 0) {
+        rc = 1;
+        goto out;
+    }
+    bench_print_header(&b, &o, "Weft nonblocking allreduce overlap test (weft_osu_iallreduce)",
+                       "WEFT_ALLREDUCE_ALGO");
+    bench_printf(&b, "# Compute: %s\n", s->mode->header);
+    bench_printf(&b, "# Compute time per size = that library's measured pure communication time "
+                     "(OSU method); Overlap(%%) = max(0, 100 - 100*(Overall - Compute)/Pure)\n");
+    if (!have_mpi)
+        bench_printf(&b, "# MPI has no %s datatype: no MPI baseline\n",
+                     weft_datatype_name(o.dtype));
+    bench_printf(&b, "%-10s%56s  %56s\n", "#",
+                 "------------------------- Weft -------------------------",
+                 "-------------------------- MPI -------------------------");
+    bench_printf(&b, "%-10s%14s%14s%16s%12s  %14s%14s%16s%12s\n", "# Size", "Overall(us)",
+                 "Compute(us)", "Pure Comm.(us)", "Overlap(%)", "Overall(us)", "Compute(us)",
+                 "Pure Comm.(us)", "Overlap(%)");
+
+    rc = 0;
+    BENCH_FOR_SIZES(&o, bytes) {
+        if (bytes >= esz) {
+            s->count = bytes / esz;
+            int nv = have_mpi ? 2 : 1;
+            bench_timing_t tm = bench_timing_for(&o, bytes);
+            /* 1. Pure communication. */
+            bench_variant_t vp[2] = {{"weft", weft_pure, s}, {"mpi", mpi_pure, s}};
+            bench_result_t rp[2];
+            if (bench_run_interleaved(&b, &tm, vp, nv, rp) != 0) {
+                bench_error(&b, "size %zu: pure communication failed", bytes);
+                rc = 1;
+                break;
+            }
+            /* 2. Communication + compute of the same length. */
+            s->compute_s[0] = rp[0].median_us * 1e-6;
+            s->compute_s[1] = have_mpi ? rp[1].median_us * 1e-6 : 0;
+            memset(s->comp_us, 0, sizeof s->comp_us);
+            bench_variant_t vo[2] = {{"weft", weft_overall, s}, {"mpi", mpi_overall, s}};
+            bench_result_t ro[2];
+            if (bench_run_interleaved(&b, &tm, vo, nv, ro) != 0) {
+                bench_error(&b, "size %zu: overlapped communication failed", bytes);
+                rc = 1;
+                break;
+            }
+            if (bench_max_over_ranks(&b, &s->comp_us[0][0], 2 * BENCH_MAX_ROUNDS) != 0) {
+                rc = 1;
+                break;
+            }
+            double w_all = ro[0].median_us, w_cmp = bench_median(s->comp_us[0], tm.rounds);
+            double w_pure = rp[0].median_us, w_ovl = overlap_pct(w_all, w_cmp, w_pure);
+            if (have_mpi) {
+                double m_all = ro[1].median_us, m_cmp = bench_median(s->comp_us[1], tm.rounds);
+                double m_pure = rp[1].median_us, m_ovl = overlap_pct(m_all, m_cmp, m_pure);
+                bench_printf(&b, "%-10zu%14.2f%14.2f%16.2f%12.2f  %14.2f%14.2f%16.2f%12.2f\n",
+                             bytes, w_all, w_cmp, w_pure, w_ovl, m_all, m_cmp, m_pure, m_ovl);
+                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.3f,%.2f,%.3f,%.3f,%.3f,%.2f", bytes, w_all,
+                              w_cmp, w_pure, w_ovl, m_all, m_cmp, m_pure, m_ovl);
+            } else {
+                bench_printf(&b, "%-10zu%14.2f%14.2f%16.2f%12.2f  %14s%14s%16s%12s\n", bytes,
+                             w_all, w_cmp, w_pure, w_ovl, "n/a", "n/a", "n/a", "n/a");
+                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.3f,%.2f,,,,", bytes, w_all, w_cmp, w_pure,
+                              w_ovl);
+            }
+            bench_progress(&b, "weft_osu_iallreduce: %zu bytes done", bytes);
+        }
+    }
+    if (bench_csv_close(&csv) != 0) rc = 1;
+
+out:
+    if (mode_ready && s->mode->teardown) s->mode->teardown(s->mode_ctx);
+    free(s->wsend);
+    free(s->wrecv);
+    free(s->msend);
+    free(s->mrecv);
+    free(s);
+    return bench_finalize(&b, rc);
+}

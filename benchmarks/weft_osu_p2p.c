@@ -1,0 +1,315 @@
+/*
+ * weft_osu_p2p - OSU-style point-to-point latency (osu_latency) and
+ * bandwidth (osu_bw) of Weft's weft_send/weft_recv/weft_isend/weft_irecv,
+ * with plain MPI_Send/MPI_Recv/MPI_Isend/MPI_Irecv timed in the same run,
+ * interleaved (median over rounds). The transport under Weft is the one
+ * WEFT_TRANSPORT selects (printed in the header).
+ *
+ *   mpiexec -n 2 weft_osu_p2p [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-r ROUNDS]
+ *                             [--mode lat|bw|both] [--window W] [--csv FILE]
+ *
+ * Latency: ping-pong between ranks 0 and 1, half the round-trip time.
+ * Bandwidth: rank 0 posts W nonblocking sends, rank 1 W receives, then rank 1
+ * answers with a 4-byte acknowledgement (as osu_bw); MB/s = W*size/time.
+ * Ranks above 1 only take part in the timing barriers.
+ * Sizes double from MIN; with MIN = 1 the latency test also measures 0 bytes
+ * first (as osu_latency). Default -m 1:4M.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+#define TAG_DATA 1
+#define TAG_ACK 2
+#define MAX_WINDOW 1024
+
+typedef struct state {
+    bench_ctx_t *b;
+    size_t bytes;
+    int window;
+    char *sbuf, *rbuf;          /* Weft's */
+    char *msbuf, *mrbuf;        /* MPI's */
+    char ack[4];
+    weft_request_t *wreq;       /* window entries each */
+    MPI_Request *mreq;
+    MPI_Status *mstat;          /* (MPI_STATUSES_IGNORE trips a GCC 12 false warning) */
+} state_t;
+
+static int weft_fail(state_t *s, const char *what, weft_status_t st)
+{
+    bench_error(s->b, "%s(%zu bytes): %s (%s)", what, s->bytes, weft_status_name(st),
+                weft_strerror(st));
+    return 1;
+}
+
+static int mpi_fail(state_t *s, const char *what, int rc)
+{
+    bench_error(s->b, "%s(%zu bytes) failed (MPI code %d)", what, s->bytes, rc);
+    return 1;
+}
+
+/* ---- latency: ping-pong ------------------------------------------------------ */
+static int lat_weft(void *ud, long iters, int round)
+{
+    state_t *s = ud;
+    weft_comm_t c = s->b->comm;
+    weft_status_t st;
+    (void)round;
+    if (s->b->rank > 1) return 0;
+    for (long i = 0; i < iters; i++) {
+        if (s->b->rank == 0) {
+            if ((st = weft_send(s->sbuf, s->bytes, WEFT_UINT8, 1, TAG_DATA, c)) != WEFT_SUCCESS)
+                return weft_fail(s, "weft_send", st);
+            if ((st = weft_recv(s->rbuf, s->bytes, WEFT_UINT8, 1, TAG_DATA, c)) != WEFT_SUCCESS)
+                return weft_fail(s, "weft_recv", st);
+        } else {
+            if ((st = weft_recv(s->rbuf, s->bytes, WEFT_UINT8, 0, TAG_DATA, c)) != WEFT_SUCCESS)
+                return weft_fail(s, "weft_recv", st);
+            if ((st = weft_send(s->sbuf, s->bytes, WEFT_UINT8, 0, TAG_DATA, c)) != WEFT_SUCCESS)
+                return weft_fail(s, "weft_send", st);
+        }
+    }
+    return 0;
+}
+
+static int lat_mpi(void *ud, long iters, int round)
+{
+    state_t *s = ud;
+    MPI_Comm c = s->b->mpi_comm;
+    int rc, n = (int)s->bytes;
+    (void)round;
+    if (s->b->rank > 1) return 0;
+    for (long i = 0; i < iters; i++) {
+        if (s->b->rank == 0) {
+            if ((rc = MPI_Send(s->msbuf, n, MPI_BYTE, 1, TAG_DATA, c)) != MPI_SUCCESS)
+                return mpi_fail(s, "MPI_Send", rc);
+            if ((rc = MPI_Recv(s->mrbuf, n, MPI_BYTE, 1, TAG_DATA, c, MPI_STATUS_IGNORE)) !=
+                MPI_SUCCESS)
+                return mpi_fail(s, "MPI_Recv", rc);
+        } else {
+            if ((rc = MPI_Recv(s->mrbuf, n, MPI_BYTE, 0, TAG_DATA, c, MPI_STATUS_IGNORE)) !=
+                MPI_SUCCESS)
+                return mpi_fail(s, "MPI_Recv", rc);
+            if ((rc = MPI_Send(s->msbuf, n, MPI_BYTE, 0, TAG_DATA, c)) != MPI_SUCCESS)
+                return mpi_fail(s, "MPI_Send", rc);
+        }
+    }
+    return 0;
+}
+
+/* ---- bandwidth: window of nonblocking sends + ack ---------------------------- */
+static int bw_weft(void *ud, long iters, int round)
+{
+    state_t *s = ud;
+    weft_comm_t c = s->b->comm;
+    weft_status_t st;
+    (void)round;
+    if (s->b->rank > 1) return 0;
+    for (long i = 0; i < iters; i++) {
+        if (s->b->rank == 0) {
+            for (int w = 0; w < s->window; w++)
+                if ((st = weft_isend(s->sbuf, s->bytes, WEFT_UINT8, 1, TAG_DATA, c, &s->wreq[w])) !=
+                    WEFT_SUCCESS) {
+                    (void)weft_waitall((size_t)w, s->wreq);
+                    return weft_fail(s, "weft_isend", st);
+                }
+            if ((st = weft_waitall((size_t)s->window, s->wreq)) != WEFT_SUCCESS)
+                return weft_fail(s, "weft_waitall", st);
+            if ((st = weft_recv(s->ack, sizeof(s->ack), WEFT_UINT8, 1, TAG_ACK, c)) != WEFT_SUCCESS)
+                return weft_fail(s, "weft_recv(ack)", st);
+        } else {
+            for (int w = 0; w < s->window; w++)
+                if ((st = weft_irecv(s->rbuf, s->bytes, WEFT_UINT8, 0, TAG_DATA, c, &s->wreq[w])) !=
+                    WEFT_SUCCESS) {
+                    (void)weft_waitall((size_t)w, s->wreq);
+                    return weft_fail(s, "weft_irecv", st);
+                }
+            if ((st = weft_waitall((size_t)s->window, s->wreq)) != WEFT_SUCCESS)
+                return weft_fail(s, "weft_waitall", st);
+            if ((st = weft_send(s->ack, sizeof(s->ack), WEFT_UINT8, 0, TAG_ACK, c)) != WEFT_SUCCESS)
+                return weft_fail(s, "weft_send(ack)", st);
+        }
+    }
+    return 0;
+}
+
+static int bw_mpi(void *ud, long iters, int round)
+{
+    state_t *s = ud;
+    MPI_Comm c = s->b->mpi_comm;
+    int rc, n = (int)s->bytes;
+    (void)round;
+    if (s->b->rank > 1) return 0;
+    for (long i = 0; i < iters; i++) {
+        if (s->b->rank == 0) {
+            for (int w = 0; w < s->window; w++)
+                if ((rc = MPI_Isend(s->msbuf, n, MPI_BYTE, 1, TAG_DATA, c, &s->mreq[w])) !=
+                    MPI_SUCCESS)
+                    return mpi_fail(s, "MPI_Isend", rc);
+            if ((rc = MPI_Waitall(s->window, s->mreq, s->mstat)) != MPI_SUCCESS)
+                return mpi_fail(s, "MPI_Waitall", rc);
+            if ((rc = MPI_Recv(s->ack, 4, MPI_BYTE, 1, TAG_ACK, c, MPI_STATUS_IGNORE)) !=
+                MPI_SUCCESS)
+                return mpi_fail(s, "MPI_Recv(ack)", rc);
+        } else {
+            for (int w = 0; w < s->window; w++)
+                if ((rc = MPI_Irecv(s->mrbuf, n, MPI_BYTE, 0, TAG_DATA, c, &s->mreq[w])) !=
+                    MPI_SUCCESS)
+                    return mpi_fail(s, "MPI_Irecv", rc);
+            if ((rc = MPI_Waitall(s->window, s->mreq, s->mstat)) != MPI_SUCCESS)
+                return mpi_fail(s, "MPI_Waitall", rc);
+            if ((rc = MPI_Send(s->ack, 4, MPI_BYTE, 0, TAG_ACK, c)) != MPI_SUCCESS)
+                return mpi_fail(s, "MPI_Send(ack)", rc);
+        }
+    }
+    return 0;
+}
+
+/* ---- options -------------------------------------------------------------------- */
+typedef struct extra {
+    int mode;   /* 1 latency, 2 bandwidth, 3 both */
+    long window;
+} extra_t;
+
+static int parse_extra(void *ud, const char *name, const char *value)
+{
+    extra_t *e = ud;
+    if (strcmp(name, "mode") == 0) {
+        if (value == NULL) return BENCH_OPT_NEEDS_VALUE;
+        if (strcmp(value, "lat") == 0 || strcmp(value, "latency") == 0) e->mode = 1;
+        else if (strcmp(value, "bw") == 0 || strcmp(value, "bandwidth") == 0) e->mode = 2;
+        else if (strcmp(value, "both") == 0) e->mode = 3;
+        else return BENCH_OPT_BAD_VALUE;
+        return BENCH_OPT_OK;
+    }
+    if (strcmp(name, "window") == 0) {
+        if (value == NULL) return BENCH_OPT_NEEDS_VALUE;
+        if (bench_parse_long(value, 1, &e->window) != 0 || e->window > MAX_WINDOW)
+            return BENCH_OPT_BAD_VALUE;
+        return BENCH_OPT_OK;
+    }
+    return BENCH_OPT_UNKNOWN;
+}
+
+static size_t next_size(size_t bytes) { return bytes == 0 ? 1 : bytes * 2; }
+
+int main(int argc, char **argv)
+{
+    bench_ctx_t b;
+    bench_opts_t o;
+    extra_t e = {.mode = 3, .window = 64};
+    int rc = bench_init(&b, &argc, &argv);
+    if (rc != 0) return rc;
+    bench_spec_t spec = {"weft_osu_p2p",
+                         "Point-to-point latency (ping-pong) and bandwidth (window) of Weft's "
+                         "send/recv and of MPI's, interleaved in the same run.",
+                         "  --mode lat|bw|both   what to measure (default both)\n"
+                         "  --window W           sends in flight for bandwidth (default 64, "
+                         "at most 1024)\n"
+                         "  (default -m 1:4M here; MIN = 1 also times 0-byte latency)\n",
+                         parse_extra, &e};
+    /* Default size range of osu_latency unless -m is given. */
+    int have_m = 0;
+    for (int i = 1; i < argc; i++)
+        if (strncmp(argv[i], "-m", 2) == 0) have_m = 1;
+    rc = bench_parse(&b, argc, argv, &spec, &o);
+    if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
+    if (!have_m) {
+        o.min_bytes = 1;
+        o.max_bytes = 4u << 20;
+    }
+    if (b.size < 2) {
+        if (b.rank == 0) fprintf(stderr, "weft_osu_p2p: needs at least 2 ranks\n");
+        return bench_finalize(&b, 2);
+    }
+    if (o.max_bytes > (size_t)INT32_MAX) {
+        if (b.rank == 0) fprintf(stderr, "weft_osu_p2p: -m MAX too large for MPI's int count\n");
+        return bench_finalize(&b, 2);
+    }
+
+    state_t *s = calloc(1, sizeof(*s));
+    if (s == NULL) return bench_finalize(&b, 1);
+    s->b = &b;
+    s->window = (int)e.window;
+    s->sbuf = bench_alloc(o.max_bytes);
+    s->rbuf = bench_alloc(o.max_bytes);
+    s->msbuf = bench_alloc(o.max_bytes);
+    s->mrbuf = bench_alloc(o.max_bytes);
+    s->wreq = calloc((size_t)s->window, sizeof(*s->wreq));
+    s->mreq = calloc((size_t)s->window, sizeof(*s->mreq));
+    s->mstat = calloc((size_t)s->window, sizeof(*s->mstat));
+    int ok = s->sbuf && s->rbuf && s->msbuf && s->mrbuf && s->wreq && s->mreq && s->mstat, all_ok = 0;
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
+        bench_error(&b, "cannot allocate 4 buffers of %zu bytes", o.max_bytes);
+        rc = 1;
+        goto out_free;
+    }
+    bench_fill(s->sbuf, o.max_bytes, WEFT_UINT8, b.rank);
+    bench_fill(s->msbuf, o.max_bytes, WEFT_UINT8, b.rank);
+
+    bench_csv_t csv;
+    if (bench_csv_open(&b, &csv, o.csv_path, "test,size_bytes,weft,mpi,weft_over_mpi,unit") != 0) {
+        rc = 1;
+        goto out_free;
+    }
+    bench_print_header(&b, &o, "Weft point-to-point test (weft_osu_p2p)", NULL);
+    const char *tp = getenv("WEFT_TRANSPORT");
+    bench_printf(&b, "# Weft transport: %s\n",
+                 tp && *tp ? tp : "auto (WEFT_TRANSPORT unset)");
+    bench_printf(&b, "# Ranks 0 and 1 communicate; MPI baseline on its own dup of "
+                     "MPI_COMM_WORLD\n");
+
+    rc = 0;
+    for (int pass = 1; pass <= 2 && rc == 0; pass++) {
+        if (!(e.mode & pass)) continue;
+        const int lat = pass == 1;
+        if (lat)
+            bench_printf(&b, "# Latency (half round trip)\n%-10s%18s%18s%12s\n", "# Size",
+                         "Weft Latency(us)", "MPI Latency(us)", "Weft/MPI");
+        else
+            bench_printf(&b, "# Bandwidth (window %d)\n%-10s%18s%18s%12s\n", s->window, "# Size",
+                         "Weft BW(MB/s)", "MPI BW(MB/s)", "Weft/MPI");
+        size_t first = lat && o.min_bytes == 1 ? 0 : o.min_bytes;
+        for (size_t bytes = first; bytes <= o.max_bytes; bytes = next_size(bytes)) {
+            s->bytes = bytes;
+            bench_variant_t v[2] = {{"weft", lat ? lat_weft : bw_weft, s},
+                                    {"mpi", lat ? lat_mpi : bw_mpi, s}};
+            bench_result_t r[2];
+            bench_timing_t tm = bench_timing_for(&o, lat ? bytes : bytes * (size_t)s->window);
+            if (bench_run_interleaved(&b, &tm, v, 2, r) != 0) {
+                bench_error(&b, "%s, size %zu failed", lat ? "latency" : "bandwidth", bytes);
+                rc = 1;
+                break;
+            }
+            double wv, mv;
+            if (lat) {
+                wv = r[0].median_us / 2;
+                mv = r[1].median_us / 2;
+            } else { /* bytes per microsecond = MB/s (10^6 bytes) */
+                wv = r[0].median_us > 0 ? (double)bytes * s->window / r[0].median_us : NAN;
+                mv = r[1].median_us > 0 ? (double)bytes * s->window / r[1].median_us : NAN;
+            }
+            double ratio = mv > 0 ? wv / mv : NAN;
+            bench_printf(&b, "%-10zu%18.2f%18.2f%12.2f\n", bytes, wv, mv, ratio);
+            bench_csv_row(&csv, "%s,%zu,%.3f,%.3f,%.4f,%s", lat ? "latency" : "bandwidth", bytes,
+                          wv, mv, ratio, lat ? "us" : "MB/s");
+            bench_progress(&b, "weft_osu_p2p: %s %zu bytes done", lat ? "latency" : "bw", bytes);
+            if (bytes > o.max_bytes / 2) break;
+        }
+    }
+    if (bench_csv_close(&csv) != 0) rc = 1;
+
+out_free:
+    free(s->sbuf);
+    free(s->rbuf);
+    free(s->msbuf);
+    free(s->mrbuf);
+    free(s->wreq);
+    free(s->mreq);
+    free(s->mstat);
+    free(s);
+    return bench_finalize(&b, rc);
+}

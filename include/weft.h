@@ -1,0 +1,284 @@
+/*
+ * weft.h - Weft's public C ABI: an asynchronous, stream-aware collective
+ * communication library for deep-learning training on HPC clusters.
+ *
+ * The header compiles as C99 and C++. Everything Weft exports starts with
+ * `weft_` / `WEFT_`. MPI interop (creating a communicator from an MPI_Comm)
+ * lives in weft_mpi.h, CUDA interop in weft_cuda.h.
+ *
+ * Thread contract (unless a function says otherwise): every function may be
+ * called from any thread after weft_init() and before weft_finalize(). Calls
+ * that issue collectives on ONE communicator must be ordered by the caller
+ * (as MPI requires): all ranks issue them in the same order.
+ */
+#ifndef WEFT_H
+#define WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define WEFT_EXPORT
+#else
+#define WEFT_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---- version ---------------------------------------------------------- */
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+#define WEFT_VERSION_HEX \
+    ((WEFT_VERSION_MAJOR << 16) | (WEFT_VERSION_MINOR << 8) | WEFT_VERSION_PATCH)
+
+/** Version of the library actually loaded, as WEFT_VERSION_HEX. Any thread, any time. */
+WEFT_EXPORT unsigned weft_version(void);
+/** "major.minor.patch" of the loaded library. Any thread, any time. */
+WEFT_EXPORT const char *weft_version_string(void);
+
+/* ---- status ------------------------------------------------------------ */
+/** 0 is success, positive means "in progress", negative values are errors. */
+typedef enum weft_status {
+    WEFT_SUCCESS = 0,
+    WEFT_INPROGRESS = 1,
+    WEFT_ERR_INVALID_ARG = -1,      /**< NULL buffer with count > 0, bad root, ... */
+    WEFT_ERR_DATATYPE = -2,         /**< unknown datatype, or op not defined on it */
+    WEFT_ERR_OP = -3,               /**< unknown reduction operation */
+    WEFT_ERR_COUNT_OVERFLOW = -4,   /**< count * element size does not fit */
+    WEFT_ERR_NOT_INITIALIZED = -5,  /**< called before weft_init or after weft_finalize */
+    WEFT_ERR_INVALID_REQUEST = -6,  /**< unknown, completed or freed request handle */
+    WEFT_ERR_INVALID_COMM = -7,     /**< NULL or destroyed communicator */
+    WEFT_ERR_NO_MEMORY = -8,
+    WEFT_ERR_THREAD_LEVEL = -9,     /**< MPI cannot give MPI_THREAD_MULTIPLE */
+    WEFT_ERR_MPI = -10,             /**< an MPI call failed (logged with its message) */
+    WEFT_ERR_TIMEOUT = -11,         /**< the hang watchdog (WEFT_TIMEOUT) fired */
+    WEFT_ERR_COMM_BROKEN = -12,     /**< an earlier operation on the comm failed */
+    WEFT_ERR_UNSUPPORTED = -13,     /**< not built in, or not available here */
+    WEFT_ERR_ALGORITHM = -14,       /**< algorithm unknown or not valid for the call */
+    WEFT_ERR_TUNING_FILE = -15,     /**< tuning file unreadable or malformed */
+    WEFT_ERR_CUDA = -16,
+    WEFT_ERR_NCCL = -17,
+    WEFT_ERR_UCX = -18,
+    WEFT_ERR_STREAM = -19,          /**< a task on a stream failed */
+    WEFT_ERR_HALO_PLAN = -20,       /**< halo plan does not fit the grid or block */
+    WEFT_ERR_FINALIZING = -21,      /**< op still in flight when weft_finalize ran */
+    WEFT_ERR_INTERNAL = -99
+} weft_status_t;
+
+/** Constant, never-NULL description of a status. Any thread, any time. */
+WEFT_EXPORT const char *weft_strerror(weft_status_t status);
+/** The enumerator's name ("WEFT_ERR_TIMEOUT"). Any thread, any time. */
+WEFT_EXPORT const char *weft_status_name(weft_status_t status);
+
+/* ---- handles ------------------------------------------------------------ */
+typedef struct weft_comm *weft_comm_t;     /**< communicator, bound to a stream */
+typedef struct weft_stream *weft_stream_t; /**< host stream or wrapped device stream */
+/**
+ * Request handle. An opaque 64-bit value (slot and generation), so that a
+ * completed or freed handle is detected (WEFT_ERR_INVALID_REQUEST) rather
+ * than dereferenced. WEFT_REQUEST_NULL is never a live request.
+ */
+typedef uint64_t weft_request_t;
+#define WEFT_REQUEST_NULL ((weft_request_t)0)
+
+/** Pass as sendbuf for the in-place form (the input is read from recvbuf). */
+#define WEFT_IN_PLACE ((const void *)(intptr_t)-1)
+
+typedef enum weft_datatype {
+    WEFT_INT8 = 0, WEFT_UINT8, WEFT_INT32, WEFT_UINT32, WEFT_INT64, WEFT_UINT64,
+    WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64,
+    WEFT_DATATYPE_COUNT
+} weft_datatype_t;
+
+typedef enum weft_op {
+    WEFT_SUM = 0, WEFT_PROD, WEFT_MIN, WEFT_MAX, WEFT_AVG,
+    WEFT_BAND, WEFT_BOR, WEFT_BXOR, /* integer types only */
+    WEFT_OP_COUNT
+} weft_op_t;
+
+/** Size in bytes of one element, 0 for an unknown type. Any thread, any time. */
+WEFT_EXPORT size_t weft_datatype_size(weft_datatype_t dtype);
+WEFT_EXPORT const char *weft_datatype_name(weft_datatype_t dtype);
+WEFT_EXPORT const char *weft_op_name(weft_op_t op);
+
+/** Collective operations, as keys of the selection table. */
+typedef enum weft_coll {
+    WEFT_COLL_ALLREDUCE = 0, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_ALLGATHER,
+    WEFT_COLL_BCAST, WEFT_COLL_REDUCE, WEFT_COLL_ALLTOALL, WEFT_COLL_GATHER,
+    WEFT_COLL_SCATTER, WEFT_COLL_BARRIER,
+    WEFT_COLL_COUNT
+} weft_coll_t;
+
+/** Algorithms. Not every algorithm serves every collective. */
+typedef enum weft_algo {
+    WEFT_ALGO_AUTO = 0,            /**< let the selection table decide */
+    WEFT_ALGO_RING,                /**< pipelined ring (bandwidth-optimal) */
+    WEFT_ALGO_RECURSIVE_DOUBLING,  /**< lg p rounds, whole vector each round */
+    WEFT_ALGO_RABENSEIFNER,        /**< recursive halving + doubling */
+    WEFT_ALGO_TREE,                /**< binomial tree reduce + broadcast */
+    WEFT_ALGO_MPI,                 /**< pass through to MPI's own collective */
+    WEFT_ALGO_BINOMIAL,            /**< binomial tree (bcast, reduce, gather, scatter) */
+    WEFT_ALGO_SCATTER_ALLGATHER,   /**< bcast: scatter then ring allgather */
+    WEFT_ALGO_RECURSIVE_HALVING,   /**< reduce_scatter by recursive halving */
+    WEFT_ALGO_PAIRWISE,            /**< alltoall by pairwise exchange */
+    WEFT_ALGO_BRUCK,               /**< alltoall/allgather, lg p rounds */
+    WEFT_ALGO_DISSEMINATION,       /**< barrier */
+    WEFT_ALGO_LINEAR,              /**< direct to/from the root */
+    WEFT_ALGO_NCCL,                /**< NCCL on the communicator's CUDA stream */
+    WEFT_ALGO_COUNT
+} weft_algo_t;
+
+/** "ring", "recursive_doubling", ...; NULL for an unknown value. Any thread. */
+WEFT_EXPORT const char *weft_algo_name(weft_algo_t algo);
+/** Parse a name as printed by weft_algo_name; WEFT_ERR_ALGORITHM if unknown. */
+WEFT_EXPORT weft_status_t weft_algo_from_name(const char *name, weft_algo_t *algo);
+
+/* ---- init / finalize ----------------------------------------------------- */
+/**
+ * Parameters for weft_init, extensible: set `size` to sizeof(weft_init_params_t)
+ * (WEFT_INIT_PARAMS_INITIALIZER does). NULL means all defaults.
+ */
+typedef struct weft_init_params {
+    size_t size;
+    int *argc;      /**< passed to MPI_Init_thread if Weft initialises MPI */
+    char ***argv;
+} weft_init_params_t;
+#define WEFT_INIT_PARAMS_INITIALIZER { sizeof(weft_init_params_t), NULL, NULL }
+
+/**
+ * Initialise Weft: reads the WEFT_* environment once, initialises MPI with
+ * MPI_THREAD_MULTIPLE if nobody has (and then finalises it in weft_finalize),
+ * or checks that the running MPI gives MPI_THREAD_MULTIPLE
+ * (WEFT_ERR_THREAD_LEVEL otherwise). The progress engine starts on first use.
+ * Calling it again while initialised is a no-op. Thread: one thread, once.
+ */
+WEFT_EXPORT weft_status_t weft_init(const weft_init_params_t *params);
+/**
+ * Finish every operation in flight (bounded by WEFT_TIMEOUT: what does not
+ * finish is failed with WEFT_ERR_FINALIZING and reported), stop and join the
+ * engine, free communicators still alive. Afterwards every call returns
+ * WEFT_ERR_NOT_INITIALIZED. Thread: the thread that called weft_init, with no
+ * other thread inside Weft.
+ */
+WEFT_EXPORT weft_status_t weft_finalize(void);
+/** 1 between weft_init and weft_finalize. Any thread. */
+WEFT_EXPORT int weft_initialized(void);
+
+/* ---- communicators ------------------------------------------------------- */
+/* Creation from an MPI_Comm: see weft_mpi.h. */
+/**
+ * Destroy a communicator: waits for the operations issued on it, then frees
+ * it. Collective over the communicator. Thread: any, not concurrently with
+ * other calls on the same communicator.
+ */
+WEFT_EXPORT weft_status_t weft_comm_destroy(weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
+WEFT_EXPORT weft_status_t weft_comm_size(weft_comm_t comm, int *size);
+/** The stream the communicator is bound to (NULL if none). */
+WEFT_EXPORT weft_status_t weft_comm_stream(weft_comm_t comm, weft_stream_t *stream);
+/** Sticky asynchronous error of the communicator (WEFT_SUCCESS if none). */
+WEFT_EXPORT weft_status_t weft_comm_get_error(weft_comm_t comm);
+
+/* ---- requests ------------------------------------------------------------- */
+/**
+ * Wait for a request to complete and release it; *req becomes
+ * WEFT_REQUEST_NULL. Waiting on WEFT_REQUEST_NULL returns WEFT_SUCCESS.
+ * Returns the operation's own status. On a stream-bound communicator it also
+ * makes the stream wait for the operation (see weft_stream_* below). Thread:
+ * any, but one waiter per request.
+ */
+WEFT_EXPORT weft_status_t weft_wait(weft_request_t *req);
+/**
+ * Test a request: *done = 1 and the request released (as by weft_wait) when
+ * it completed, *done = 0 otherwise. Never blocks.
+ */
+WEFT_EXPORT weft_status_t weft_test(weft_request_t *req, int *done);
+/** Wait for all; returns the first error met (all requests are released). */
+WEFT_EXPORT weft_status_t weft_waitall(size_t n, weft_request_t *reqs);
+
+/* ---- allreduce -------------------------------------------------------------- */
+/**
+ * Allreduce `count` elements. sendbuf may be WEFT_IN_PLACE. On a communicator
+ * with a stream, buffers may be device or host memory (see weft_cuda.h);
+ * otherwise host memory.
+ */
+WEFT_EXPORT weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                         weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count,
+                                          weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
+                                          weft_request_t *req);
+/** Force the algorithm of subsequent calls on comm (WEFT_ALGO_AUTO to restore). */
+WEFT_EXPORT weft_status_t weft_comm_set_algo(weft_comm_t comm, weft_coll_t coll, weft_algo_t algo);
+/**
+ * Which algorithm a call with these arguments would use on comm right now
+ * (after forcing, environment and tuning table). Any thread.
+ */
+WEFT_EXPORT weft_status_t weft_query_algo(weft_comm_t comm, weft_coll_t coll, size_t count,
+                                          weft_datatype_t dtype, weft_algo_t *algo);
+
+/* ---- the other collectives (host buffers) ----------------------------------- */
+/** Each rank gets block `rank` (recvcount elements) of the reduced vector of size*recvcount. */
+WEFT_EXPORT weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                              weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                               weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
+                                               weft_request_t *req);
+/** recvbuf holds size*count elements; in place: sendbuf = WEFT_IN_PLACE, own block already in place. */
+WEFT_EXPORT weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count,
+                                         weft_datatype_t dtype, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count,
+                                          weft_datatype_t dtype, weft_comm_t comm, weft_request_t *req);
+WEFT_EXPORT weft_status_t weft_bcast(void *buf, size_t count, weft_datatype_t dtype, int root,
+                                     weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_ibcast(void *buf, size_t count, weft_datatype_t dtype, int root,
+                                      weft_comm_t comm, weft_request_t *req);
+/** recvbuf significant at root only; in place at root: sendbuf = WEFT_IN_PLACE. */
+WEFT_EXPORT weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                                      weft_datatype_t dtype, weft_op_t op, int root, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                                       weft_datatype_t dtype, weft_op_t op, int root, weft_comm_t comm,
+                                       weft_request_t *req);
+/** count elements to and from every rank (buffers of size*count). */
+WEFT_EXPORT weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                        weft_datatype_t dtype, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                                         weft_datatype_t dtype, weft_comm_t comm, weft_request_t *req);
+WEFT_EXPORT weft_status_t weft_gather(const void *sendbuf, void *recvbuf, size_t count,
+                                      weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_igather(const void *sendbuf, void *recvbuf, size_t count,
+                                       weft_datatype_t dtype, int root, weft_comm_t comm,
+                                       weft_request_t *req);
+WEFT_EXPORT weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                                       weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_iscatter(const void *sendbuf, void *recvbuf, size_t count,
+                                        weft_datatype_t dtype, int root, weft_comm_t comm,
+                                        weft_request_t *req);
+WEFT_EXPORT weft_status_t weft_barrier(weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *req);
+
+/* ---- point to point (through the engine, ordered with collectives) ------- */
+WEFT_EXPORT weft_status_t weft_send(const void *buf, size_t count, weft_datatype_t dtype, int dest,
+                                    int tag, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_isend(const void *buf, size_t count, weft_datatype_t dtype, int dest,
+                                     int tag, weft_comm_t comm, weft_request_t *req);
+WEFT_EXPORT weft_status_t weft_recv(void *buf, size_t count, weft_datatype_t dtype, int src, int tag,
+                                    weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_irecv(void *buf, size_t count, weft_datatype_t dtype, int src, int tag,
+                                     weft_comm_t comm, weft_request_t *req);
+WEFT_EXPORT weft_status_t weft_sendrecv(const void *sendbuf, size_t sendcount, int dest, int sendtag,
+                                        void *recvbuf, size_t recvcount, int src, int recvtag,
+                                        weft_datatype_t dtype, weft_comm_t comm);
+
+/* ---- profiler ------------------------------------------------------------- */
+/** Start/stop per-size profiling at run time (WEFT_PROFILE=path does it at init). */
+WEFT_EXPORT weft_status_t weft_profile_enable(int on);
+/** Write this process's profile (JSON) to path now. */
+WEFT_EXPORT weft_status_t weft_profile_dump(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEFT_H */

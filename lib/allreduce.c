@@ -1,0 +1,75 @@
+/* allreduce.c - weft_allreduce / weft_iallreduce: validation, selection, issue. */
+#include <string.h>
+
+#include "weft_internal.h"
+
+/* op->finish for AVG: every algorithm reduced as SUM; divide once here. */
+static weft_status_t finish_avg(weft__op_t *op)
+{
+    weft__scale_avg(op->recvbuf, op->count, op->dtype, op->comm->size);
+    return WEFT_SUCCESS;
+}
+
+weft_status_t weft__check_buffers(const void *sendbuf, const void *recvbuf, size_t count,
+                                  weft_datatype_t dtype, size_t *bytes)
+{
+    size_t es = weft__dtype_size(dtype);
+    if (es == 0) return WEFT_ERR_DATATYPE;
+    if (count > SIZE_MAX / es || count * es > (size_t)PTRDIFF_MAX) return WEFT_ERR_COUNT_OVERFLOW;
+    if (count > 0 && (recvbuf == NULL || sendbuf == NULL)) return WEFT_ERR_INVALID_ARG;
+    *bytes = count * es;
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                               weft_datatype_t dtype, weft_op_t rop, weft_comm_t comm,
+                               weft_request_t *req)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (comm == NULL) return WEFT_ERR_INVALID_COMM;
+    WEFT__CHECK(weft__check_dtype_op(dtype, rop));
+    size_t bytes = 0;
+    WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
+    if (sendbuf == WEFT_IN_PLACE) sendbuf = recvbuf;
+
+    weft__comm_t *c = weft__comm(comm);
+    weft_algo_t algo = weft__select(c, WEFT_COLL_ALLREDUCE, bytes, dtype);
+    const weft__algo_impl_t *impl = weft__algo_impl(WEFT_COLL_ALLREDUCE, algo);
+    if (impl == NULL || (impl->supports && !impl->supports(dtype, rop))) {
+        WEFT__ERROR("allreduce: algorithm %s cannot serve %s/%s",
+                    weft_algo_name(algo) ? weft_algo_name(algo) : "?", weft_datatype_name(dtype),
+                    weft_op_name(rop));
+        return WEFT_ERR_ALGORITHM;
+    }
+    weft__op_t *op;
+    WEFT__CHECK(weft__op_new(c, WEFT__OP_ALLREDUCE, &op));
+    op->impl = impl;
+    op->algo = algo;
+    op->sendbuf = sendbuf;
+    op->recvbuf = recvbuf;
+    op->count = count;
+    op->bytes = bytes;
+    op->dtype = dtype;
+    op->rop = rop;
+    if (rop == WEFT_AVG) op->finish = finish_avg;
+    weft_status_t st = weft__stream_prepare(op);
+    if (st != WEFT_SUCCESS) {
+        weft__op_free(op);
+        return st;
+    }
+    return weft__issue(op, req);
+}
+
+weft_status_t weft_allreduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                             weft_op_t op, weft_comm_t comm)
+{
+    return allreduce(sendbuf, recvbuf, count, dtype, op, comm, NULL);
+}
+
+weft_status_t weft_iallreduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                              weft_op_t op, weft_comm_t comm, weft_request_t *req)
+{
+    if (req == NULL) return WEFT_ERR_INVALID_ARG;
+    *req = WEFT_REQUEST_NULL;
+    return allreduce(sendbuf, recvbuf, count, dtype, op, comm, req);
+}

@@ -1,0 +1,120 @@
+/*
+ * coll_util.h - small helpers shared by the round-based algorithms in
+ * lib/coll (block ranges, rank folding for non-power-of-two sizes, cost
+ * helpers). Header-only, file-static inline functions. Any thread.
+ */
+#ifndef WEFT_COLL_UTIL_H
+#define WEFT_COLL_UTIL_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft_internal.h"
+
+/** ceil(log2(p)) for p >= 1. */
+static inline int weft__ceil_log2(int p)
+{
+    int k = 0;
+    while ((1 << k) < p) k++;
+    return k;
+}
+
+/** floor(log2(p)) for p >= 1. */
+static inline int weft__floor_log2(int p)
+{
+    int k = 0;
+    while ((2 << k) <= p) k++;
+    return k;
+}
+
+/** Lowest set bit of x > 0. */
+static inline int weft__lowbit(int x) { return x & -x; }
+
+static inline int weft__mod(int a, int p) { return ((a % p) + p) % p; }
+
+/*
+ * Folding a non-power-of-two group onto pof2 "new ranks" (as MPICH does):
+ * with rem = p - pof2, ranks r < 2*rem pair up, the even one (r) hands its
+ * data to the odd one (r + 1) and sits out; new rank i < rem is real rank
+ * 2i + 1 and owns real blocks 2i and 2i + 1; new rank i >= rem is real rank
+ * i + rem and owns block i + rem. The blocks owned by a range of new ranks
+ * are contiguous: [weft__fold_first(a), weft__fold_first(b)).
+ */
+static inline int weft__fold_newrank(int r, int rem)
+{
+    if (r < 2 * rem) return (r & 1) ? r / 2 : -1;
+    return r - rem;
+}
+static inline int weft__fold_real(int newrank, int rem)
+{
+    return newrank < rem ? 2 * newrank + 1 : newrank + rem;
+}
+static inline int weft__fold_first(int newrank, int rem)
+{
+    return newrank < rem ? 2 * newrank : newrank + rem;
+}
+
+/** Byte range [lo, hi) of pieces [a, b) when n bytes are cut in pieces of bs bytes. */
+static inline void weft__piece_range(size_t n, size_t bs, int a, int b, size_t *lo, size_t *hi)
+{
+    size_t l = (size_t)a * bs, h = (size_t)b * bs;
+    *lo = l < n ? l : n;
+    *hi = h < n ? h : n;
+}
+
+/** One round of a round-based algorithm: post (or process) round k. */
+typedef weft_status_t (*weft__round_fn)(weft__op_t *op, int k);
+
+/*
+ * Drive rounds 0..nrounds-1: post(op, k) posts round k's transfers (maybe
+ * none), and once they all completed after(op, k) (may be NULL) consumes
+ * them. op->phase is the "round posted" flag, op->stepno the round. Returns
+ * WEFT_SUCCESS once every round is done, WEFT_INPROGRESS while transfers are
+ * outstanding, or an error. Engine side only; never blocks.
+ */
+static inline weft_status_t weft__rounds_drive(weft__op_t *op, int nrounds, weft__round_fn post,
+                                               weft__round_fn after)
+{
+    weft_status_t st;
+    for (;;) {
+        if (op->phase) {
+            if (op->nxfer > 0) {
+                st = weft__coll_test(op);
+                if (st != WEFT_SUCCESS) return st;
+            }
+            op->phase = 0;
+            if (after) {
+                st = after(op, op->stepno);
+                if (st < 0) return st;
+            }
+            op->stepno++;
+        }
+        if (op->stepno >= nrounds) return WEFT_SUCCESS;
+        st = post(op, op->stepno);
+        if (st < 0) return st;
+        op->phase = 1;
+    }
+}
+
+/** Free op->tmp (the cleanup of every algorithm that only uses op->tmp). */
+static inline void weft__coll_free_tmp(weft__op_t *op)
+{
+    free(op->tmp);
+    op->tmp = NULL;
+    op->tmp_bytes = 0;
+}
+
+/** Allocate op->tmp (bytes may be 0). Engine side. */
+static inline weft_status_t weft__coll_alloc_tmp(weft__op_t *op, size_t bytes)
+{
+    op->tmp = malloc(bytes ? bytes : 1);
+    if (!op->tmp) {
+        WEFT__ERROR("%s: cannot allocate %zu bytes of scratch", weft__opkind_name(op->kind), bytes);
+        return WEFT_ERR_NO_MEMORY;
+    }
+    op->tmp_bytes = bytes;
+    return WEFT_SUCCESS;
+}
+
+#endif /* WEFT_COLL_UTIL_H */

@@ -1,0 +1,487 @@
+/*
+ * collectives.c - public entry points of every collective except allreduce
+ * (reduce_scatter, allgather, bcast, reduce, alltoall, gather, scatter,
+ * barrier) and of point-to-point send/recv/sendrecv. Each validates its
+ * arguments, resolves the in-place form, picks the algorithm (lib/select.c)
+ * and issues an op through the engine (lib/op.c), as lib/allreduce.c does.
+ *
+ * In-place resolution (what the algorithms see in op->sendbuf/recvbuf):
+ *  - reduce_scatter, alltoall, reduce (root): sendbuf = recvbuf;
+ *  - allgather: sendbuf = recvbuf + rank*bytes (own block already there);
+ *  - gather (root): sendbuf = recvbuf + root*bytes;
+ *  - scatter (root, recvbuf = WEFT_IN_PLACE): recvbuf = sendbuf + root*bytes.
+ * Algorithms copy the caller's own block only when the two pointers differ.
+ *
+ * Point to point: transport tag = (1 << WEFT__COLL_TAG_BITS) | user tag, so
+ * user messages never match collective traffic (whose tags are below
+ * 2^WEFT__COLL_TAG_BITS); user tags must lie in [0, 2^WEFT__COLL_TAG_BITS).
+ *
+ * Thread contract: every public function here may be called from any thread
+ * after weft_init (collectives on one comm in the same order on all ranks);
+ * the static start/step functions run on the engine side.
+ */
+#include <string.h>
+
+#include "weft_internal.h"
+
+#define P2P_TAG_LIMIT (1u << WEFT__COLL_TAG_BITS)
+
+/* ---- shared helpers --------------------------------------------------------- */
+
+/* Caller thread: initialised and a communicator. */
+static weft_status_t check_comm(weft_comm_t comm)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (comm == NULL) return WEFT_ERR_INVALID_COMM;
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t check_rank(const char *what, const char *role, int r, const weft__comm_t *c)
+{
+    if (r < 0 || r >= c->size) {
+        WEFT__ERROR("%s: %s %d out of range [0, %d)", what, role, r, c->size);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    return WEFT_SUCCESS;
+}
+
+/* bytes * p must fit (the whole vector of gather-like collectives). */
+static weft_status_t check_total(const char *what, size_t bytes, int p)
+{
+    if (p > 0 && bytes > (size_t)PTRDIFF_MAX / (size_t)p) {
+        WEFT__ERROR("%s: %zu bytes per rank times %d ranks overflows", what, bytes, p);
+        return WEFT_ERR_COUNT_OVERFLOW;
+    }
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t finish_avg_all(weft__op_t *op)
+{
+    weft__scale_avg(op->recvbuf, op->count, op->dtype, op->comm->size);
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t finish_avg_root(weft__op_t *op)
+{
+    if (op->comm->rank == op->root) weft__scale_avg(op->recvbuf, op->count, op->dtype, op->comm->size);
+    return WEFT_SUCCESS;
+}
+
+/* Caller thread: select, build and issue a collective op. */
+static weft_status_t issue_coll(weft__comm_t *c, weft_coll_t coll, const void *sendbuf, void *recvbuf,
+                                size_t count, size_t bytes, weft_datatype_t dtype, weft_op_t rop,
+                                int root, weft_request_t *req)
+{
+    weft_algo_t algo = weft__select(c, coll, bytes, dtype);
+    const weft__algo_impl_t *impl = weft__algo_impl(coll, algo);
+    if (impl == NULL || (impl->supports && !impl->supports(dtype, rop))) {
+        WEFT__ERROR("%s: algorithm %s cannot serve %s", weft__coll_name(coll),
+                    weft_algo_name(algo) ? weft_algo_name(algo) : "?", weft_datatype_name(dtype));
+        return WEFT_ERR_ALGORITHM;
+    }
+    weft__op_t *op;
+    WEFT__CHECK(weft__op_new(c, (weft__opkind_t)coll, &op));
+    op->impl = impl;
+    op->algo = algo;
+    op->sendbuf = sendbuf;
+    op->recvbuf = recvbuf;
+    op->count = count;
+    op->bytes = bytes;
+    op->dtype = dtype;
+    op->rop = rop;
+    op->root = root;
+    if (rop == WEFT_AVG && (coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_REDUCE))
+        op->finish = coll == WEFT_COLL_REDUCE ? finish_avg_root : finish_avg_all;
+    weft__stream_prepare(op);
+    return weft__issue(op, req);
+}
+
+/* Nonblocking forms: req must be given; it is NULL until the op is issued. */
+#define NB_PROLOGUE(req)                                                        \
+    do {                                                                        \
+        if ((req) == NULL) return WEFT_ERR_INVALID_ARG;                         \
+        *(req) = WEFT_REQUEST_NULL;                                             \
+    } while (0)
+
+/* ---- reduce_scatter ------------------------------------------------------------ */
+static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                    weft_datatype_t dtype, weft_op_t rop, weft_comm_t comm,
+                                    weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    WEFT__CHECK(weft__check_dtype_op(dtype, rop));
+    size_t bytes = 0;
+    WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, recvcount, dtype, &bytes));
+    WEFT__CHECK(check_total("reduce_scatter", bytes, c->size));
+    if (sendbuf == WEFT_IN_PLACE) sendbuf = recvbuf;
+    return issue_coll(c, WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, bytes, dtype, rop, -1,
+                      req);
+}
+
+weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                  weft_datatype_t dtype, weft_op_t op, weft_comm_t comm)
+{
+    return reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, NULL);
+}
+
+weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
+                                   weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
+                                   weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return reduce_scatter(sendbuf, recvbuf, recvcount, dtype, op, comm, req);
+}
+
+/* ---- allgather -------------------------------------------------------------------- */
+static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                               weft_comm_t comm, weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    size_t bytes = 0;
+    WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
+    WEFT__CHECK(check_total("allgather", bytes, c->size));
+    if (sendbuf == WEFT_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)c->rank * bytes;
+    return issue_coll(c, WEFT_COLL_ALLGATHER, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, -1, req);
+}
+
+weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                             weft_comm_t comm)
+{
+    return allgather(sendbuf, recvbuf, count, dtype, comm, NULL);
+}
+
+weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                              weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return allgather(sendbuf, recvbuf, count, dtype, comm, req);
+}
+
+/* ---- bcast ------------------------------------------------------------------------- */
+static weft_status_t bcast(void *buf, size_t count, weft_datatype_t dtype, int root, weft_comm_t comm,
+                           weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    if (weft__dtype_size(dtype) == 0) return WEFT_ERR_DATATYPE;
+    WEFT__CHECK(check_rank("bcast", "root", root, c));
+    size_t bytes = 0;
+    WEFT__CHECK(weft__check_buffers(buf, buf, count, dtype, &bytes));
+    return issue_coll(c, WEFT_COLL_BCAST, buf, buf, count, bytes, dtype, WEFT_SUM, root, req);
+}
+
+weft_status_t weft_bcast(void *buf, size_t count, weft_datatype_t dtype, int root, weft_comm_t comm)
+{
+    return bcast(buf, count, dtype, root, comm, NULL);
+}
+
+weft_status_t weft_ibcast(void *buf, size_t count, weft_datatype_t dtype, int root, weft_comm_t comm,
+                          weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return bcast(buf, count, dtype, root, comm, req);
+}
+
+/* ---- reduce ------------------------------------------------------------------------- */
+static weft_status_t reduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                            weft_op_t rop, int root, weft_comm_t comm, weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    WEFT__CHECK(weft__check_dtype_op(dtype, rop));
+    WEFT__CHECK(check_rank("reduce", "root", root, c));
+    size_t bytes = 0;
+    if (c->rank == root) {
+        WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
+        if (sendbuf == WEFT_IN_PLACE) sendbuf = recvbuf;
+    } else {
+        if (sendbuf == WEFT_IN_PLACE) {
+            WEFT__ERROR("reduce: WEFT_IN_PLACE is for the root only (rank %d, root %d)", c->rank, root);
+            return WEFT_ERR_INVALID_ARG;
+        }
+        WEFT__CHECK(weft__check_buffers(sendbuf, sendbuf, count, dtype, &bytes));
+        recvbuf = NULL;
+    }
+    return issue_coll(c, WEFT_COLL_REDUCE, sendbuf, recvbuf, count, bytes, dtype, rop, root, req);
+}
+
+weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                          weft_op_t op, int root, weft_comm_t comm)
+{
+    return reduce(sendbuf, recvbuf, count, dtype, op, root, comm, NULL);
+}
+
+weft_status_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                           weft_op_t op, int root, weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return reduce(sendbuf, recvbuf, count, dtype, op, root, comm, req);
+}
+
+/* ---- alltoall ----------------------------------------------------------------------- */
+static weft_status_t alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                              weft_comm_t comm, weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    size_t bytes = 0;
+    WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
+    WEFT__CHECK(check_total("alltoall", bytes, c->size));
+    if (sendbuf == WEFT_IN_PLACE) sendbuf = recvbuf;
+    return issue_coll(c, WEFT_COLL_ALLTOALL, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, -1, req);
+}
+
+weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                            weft_comm_t comm)
+{
+    return alltoall(sendbuf, recvbuf, count, dtype, comm, NULL);
+}
+
+weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                             weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return alltoall(sendbuf, recvbuf, count, dtype, comm, req);
+}
+
+/* ---- gather ----------------------------------------------------------------------------- */
+static weft_status_t gather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                            int root, weft_comm_t comm, weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    if (weft__dtype_size(dtype) == 0) return WEFT_ERR_DATATYPE;
+    WEFT__CHECK(check_rank("gather", "root", root, c));
+    size_t bytes = 0;
+    if (c->rank == root) {
+        WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
+        WEFT__CHECK(check_total("gather", bytes, c->size));
+        if (sendbuf == WEFT_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)root * bytes;
+    } else {
+        if (sendbuf == WEFT_IN_PLACE) {
+            WEFT__ERROR("gather: WEFT_IN_PLACE is for the root only (rank %d, root %d)", c->rank, root);
+            return WEFT_ERR_INVALID_ARG;
+        }
+        WEFT__CHECK(weft__check_buffers(sendbuf, sendbuf, count, dtype, &bytes));
+        recvbuf = NULL;
+    }
+    return issue_coll(c, WEFT_COLL_GATHER, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, root, req);
+}
+
+weft_status_t weft_gather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                          int root, weft_comm_t comm)
+{
+    return gather(sendbuf, recvbuf, count, dtype, root, comm, NULL);
+}
+
+weft_status_t weft_igather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                           int root, weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return gather(sendbuf, recvbuf, count, dtype, root, comm, req);
+}
+
+/* ---- scatter ------------------------------------------------------------------------------ */
+static weft_status_t scatter(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                             int root, weft_comm_t comm, weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    if (weft__dtype_size(dtype) == 0) return WEFT_ERR_DATATYPE;
+    WEFT__CHECK(check_rank("scatter", "root", root, c));
+    size_t bytes = 0;
+    if (c->rank == root) {
+        int in_place = recvbuf == (void *)WEFT_IN_PLACE;
+        WEFT__CHECK(weft__check_buffers(sendbuf, in_place ? sendbuf : recvbuf, count, dtype, &bytes));
+        WEFT__CHECK(check_total("scatter", bytes, c->size));
+        if (in_place) recvbuf = (char *)sendbuf + (size_t)root * bytes;
+    } else {
+        if (recvbuf == (void *)WEFT_IN_PLACE) {
+            WEFT__ERROR("scatter: WEFT_IN_PLACE is for the root only (rank %d, root %d)", c->rank, root);
+            return WEFT_ERR_INVALID_ARG;
+        }
+        WEFT__CHECK(weft__check_buffers(recvbuf, recvbuf, count, dtype, &bytes));
+        sendbuf = NULL;
+    }
+    return issue_coll(c, WEFT_COLL_SCATTER, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, root, req);
+}
+
+weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                           int root, weft_comm_t comm)
+{
+    return scatter(sendbuf, recvbuf, count, dtype, root, comm, NULL);
+}
+
+weft_status_t weft_iscatter(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
+                            int root, weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return scatter(sendbuf, recvbuf, count, dtype, root, comm, req);
+}
+
+/* ---- barrier ------------------------------------------------------------------------------- */
+static weft_status_t barrier(weft_comm_t comm, weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    return issue_coll(weft__comm(comm), WEFT_COLL_BARRIER, NULL, NULL, 0, 0, WEFT_UINT8, WEFT_SUM, -1,
+                      req);
+}
+
+weft_status_t weft_barrier(weft_comm_t comm) { return barrier(comm, NULL); }
+
+weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return barrier(comm, req);
+}
+
+/* ---- point to point --------------------------------------------------------------------------- */
+/* priv of a point-to-point op: the second half of a sendrecv. */
+typedef struct p2p_priv {
+    void *rbuf;
+    size_t rbytes;
+    int src;
+    uint32_t rtag;
+} p2p_priv_t;
+_Static_assert(sizeof(p2p_priv_t) <= WEFT__PRIV_BYTES, "priv too small");
+
+static uint32_t p2p_tag(int user_tag) { return P2P_TAG_LIMIT | (uint32_t)user_tag; }
+
+/* Engine side: post one transfer with an explicit transport tag. */
+static weft_status_t p2p_post(weft__op_t *op, int send, void *buf, size_t bytes, int peer, uint32_t tag)
+{
+    weft__xfer_t *x = &op->xfer[op->nxfer];
+    weft_status_t st = send ? op->comm->tp->isend(op->comm, buf, bytes, peer, tag, x)
+                            : op->comm->tp->irecv(op->comm, buf, bytes, peer, tag, x);
+    if (st == WEFT_SUCCESS) op->nxfer++;
+    return st;
+}
+
+/* Engine side. */
+static weft_status_t p2p_step(weft__op_t *op) { return weft__coll_test(op); }
+
+static weft_status_t send_start(weft__op_t *op)
+{
+    WEFT__CHECK(p2p_post(op, 1, (void *)op->sendbuf, op->bytes, op->root, p2p_tag(op->user_tag)));
+    return p2p_step(op);
+}
+
+static weft_status_t recv_start(weft__op_t *op)
+{
+    WEFT__CHECK(p2p_post(op, 0, op->recvbuf, op->bytes, op->root, p2p_tag(op->user_tag)));
+    return p2p_step(op);
+}
+
+static weft_status_t sendrecv_start(weft__op_t *op)
+{
+    p2p_priv_t *s = (p2p_priv_t *)op->priv;
+    WEFT__CHECK(p2p_post(op, 0, s->rbuf, s->rbytes, s->src, s->rtag));
+    WEFT__CHECK(p2p_post(op, 1, (void *)op->sendbuf, op->bytes, op->root, p2p_tag(op->user_tag)));
+    return p2p_step(op);
+}
+
+static const weft__algo_impl_t send_impl = {
+    .id = WEFT_ALGO_LINEAR, .kind = WEFT__OP_SEND, .start = send_start, .step = p2p_step,
+};
+static const weft__algo_impl_t recv_impl = {
+    .id = WEFT_ALGO_LINEAR, .kind = WEFT__OP_RECV, .start = recv_start, .step = p2p_step,
+};
+static const weft__algo_impl_t sendrecv_impl = {
+    .id = WEFT_ALGO_LINEAR, .kind = WEFT__OP_SEND, .start = sendrecv_start, .step = p2p_step,
+};
+
+/* Caller thread: common checks of one side of a point-to-point call. */
+static weft_status_t check_p2p(const char *what, const void *buf, size_t count, weft_datatype_t dtype,
+                               int peer, int tag, const weft__comm_t *c, size_t *bytes)
+{
+    WEFT__CHECK(weft__check_buffers(buf, buf, count, dtype, bytes));
+    WEFT__CHECK(check_rank(what, "peer", peer, c));
+    if (tag < 0 || (uint32_t)tag >= P2P_TAG_LIMIT) {
+        WEFT__ERROR("%s: tag %d outside [0, %u)", what, tag, P2P_TAG_LIMIT);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t issue_p2p(weft__comm_t *c, const weft__algo_impl_t *impl, const void *sbuf,
+                               void *rbuf, size_t count, size_t bytes, weft_datatype_t dtype, int peer,
+                               int tag, const p2p_priv_t *second, weft_request_t *req)
+{
+    weft__op_t *op;
+    WEFT__CHECK(weft__op_new(c, impl->kind, &op));
+    op->impl = impl;
+    op->algo = impl->id;
+    op->sendbuf = sbuf;
+    op->recvbuf = rbuf;
+    op->count = count;
+    op->bytes = bytes;
+    op->dtype = dtype;
+    op->rop = WEFT_SUM;
+    op->root = peer;
+    op->user_tag = tag;
+    if (second) memcpy(op->priv, second, sizeof *second);
+    weft__stream_prepare(op);
+    return weft__issue(op, req);
+}
+
+static weft_status_t p2p_send(const void *buf, size_t count, weft_datatype_t dtype, int dest, int tag,
+                          weft_comm_t comm, weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    size_t bytes = 0;
+    WEFT__CHECK(check_p2p("send", buf, count, dtype, dest, tag, c, &bytes));
+    return issue_p2p(c, &send_impl, buf, NULL, count, bytes, dtype, dest, tag, NULL, req);
+}
+
+static weft_status_t p2p_recv(void *buf, size_t count, weft_datatype_t dtype, int src, int tag,
+                          weft_comm_t comm, weft_request_t *req)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    size_t bytes = 0;
+    WEFT__CHECK(check_p2p("recv", buf, count, dtype, src, tag, c, &bytes));
+    return issue_p2p(c, &recv_impl, NULL, buf, count, bytes, dtype, src, tag, NULL, req);
+}
+
+weft_status_t weft_send(const void *buf, size_t count, weft_datatype_t dtype, int dest, int tag,
+                        weft_comm_t comm)
+{
+    return p2p_send(buf, count, dtype, dest, tag, comm, NULL);
+}
+
+weft_status_t weft_isend(const void *buf, size_t count, weft_datatype_t dtype, int dest, int tag,
+                         weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return p2p_send(buf, count, dtype, dest, tag, comm, req);
+}
+
+weft_status_t weft_recv(void *buf, size_t count, weft_datatype_t dtype, int src, int tag,
+                        weft_comm_t comm)
+{
+    return p2p_recv(buf, count, dtype, src, tag, comm, NULL);
+}
+
+weft_status_t weft_irecv(void *buf, size_t count, weft_datatype_t dtype, int src, int tag,
+                         weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return p2p_recv(buf, count, dtype, src, tag, comm, req);
+}
+
+weft_status_t weft_sendrecv(const void *sendbuf, size_t sendcount, int dest, int sendtag, void *recvbuf,
+                            size_t recvcount, int src, int recvtag, weft_datatype_t dtype,
+                            weft_comm_t comm)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    size_t sbytes = 0, rbytes = 0;
+    WEFT__CHECK(check_p2p("sendrecv", sendbuf, sendcount, dtype, dest, sendtag, c, &sbytes));
+    WEFT__CHECK(check_p2p("sendrecv", recvbuf, recvcount, dtype, src, recvtag, c, &rbytes));
+    p2p_priv_t second = {recvbuf, rbytes, src, p2p_tag(recvtag)};
+    return issue_p2p(c, &sendrecv_impl, sendbuf, recvbuf, sendcount, sbytes, dtype, dest, sendtag,
+                     &second, NULL);
+}

@@ -1,0 +1,180 @@
+/* comm.c - communicators: creation from an MPI_Comm, queries, destruction. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft_internal.h"
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static weft__comm_t *live_head;
+static _Atomic int next_id;
+
+static void live_add(weft__comm_t *c)
+{
+    pthread_mutex_lock(&live_lock);
+    c->next_live = live_head;
+    live_head = c;
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* Returns 1 if c was live (and unlinks it). */
+static int live_remove(weft__comm_t *c)
+{
+    int found = 0;
+    pthread_mutex_lock(&live_lock);
+    for (weft__comm_t **p = &live_head; *p; p = &(*p)->next_live) {
+        if (*p == c) {
+            *p = c->next_live;
+            found = 1;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&live_lock);
+    return found;
+}
+
+/* Collective agreement: WEFT_SUCCESS only if every rank passes st == 0, so
+ * that no rank goes on into a collective step another rank skipped. */
+static weft_status_t agree(weft__comm_t *c, weft_status_t st)
+{
+    int ok = st == WEFT_SUCCESS, all = 0;
+    WEFT__MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->mpi));
+    if (st != WEFT_SUCCESS) return st;
+    return all ? WEFT_SUCCESS : WEFT_ERR_COMM_BROKEN;
+}
+
+weft_status_t weft_comm_create(MPI_Comm mpi_comm, weft_stream_t stream, weft_comm_t *out)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (out == NULL || mpi_comm == MPI_COMM_NULL) return WEFT_ERR_INVALID_ARG;
+    weft_status_t st = WEFT_SUCCESS;
+    weft__comm_t *c = calloc(1, sizeof(struct weft_comm));
+    if (c == NULL) return WEFT_ERR_NO_MEMORY;
+
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_free);
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_dup);
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_rank(c->mpi, &c->rank), st, fail_dup);
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_dup);
+    c->pof2 = 1;
+    while (c->pof2 * 2 <= c->size) c->pof2 *= 2;
+    c->stream = stream;
+    c->oversubscribed = weft__g.oversubscribed;
+    c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
+    for (int i = 0; i < WEFT_COLL_COUNT; i++) atomic_init(&c->force_algo[i], WEFT_ALGO_AUTO);
+
+    c->tp = weft__transport_choose(&st);
+    WEFT__CHECK_GOTO(agree(c, c->tp != NULL ? WEFT_SUCCESS : st), st, fail_dup);
+    st = c->tp->comm_open(c);
+    if (st != WEFT_SUCCESS) {
+        agree(c, st);
+        goto fail_dup;
+    }
+    WEFT__CHECK_GOTO(agree(c, st), st, fail_open);
+    WEFT__CHECK_GOTO(weft__select_init(c), st, fail_open);
+    WEFT__CHECK_GOTO(weft__stream_comm_attach(c), st, fail_open);
+
+    live_add(c);
+    WEFT__DEBUG("comm %d created: %d ranks, transport %s", c->id, c->size, c->tp->name);
+    *out = (weft_comm_t)c;
+    return WEFT_SUCCESS;
+
+fail_open:
+    c->tp->comm_close(c);
+fail_dup:
+    MPI_Comm_free(&c->mpi);
+fail_free:
+    free(c);
+    return st;
+}
+
+static weft_status_t check_comm(weft_comm_t comm)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (comm == NULL) return WEFT_ERR_INVALID_COMM;
+    return WEFT_SUCCESS;
+}
+
+/* Collective: waits for this comm's ops (helping progress), then frees. */
+static void comm_free(weft__comm_t *c)
+{
+    weft__stream_comm_detach(c);
+    c->tp->comm_close(c);
+    int rc = MPI_Comm_free(&c->mpi);
+    if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
+    free(c);
+}
+
+weft_status_t weft_comm_destroy(weft_comm_t comm)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    if (!live_remove(c)) return WEFT_ERR_INVALID_COMM;
+    unsigned idle = 0;
+    while (atomic_load_explicit(&c->inflight, memory_order_acquire) > 0) {
+        int w = weft__engine_try_progress();
+        if (w > 0) idle = 0;
+        else weft__engine_backoff(idle++);
+    }
+    comm_free(c);
+    return WEFT_SUCCESS;
+}
+
+void weft__comm_free_all(void)
+{
+    pthread_mutex_lock(&live_lock);
+    weft__comm_t *c = live_head;
+    live_head = NULL;
+    pthread_mutex_unlock(&live_lock);
+    while (c) {
+        weft__comm_t *n = c->next_live;
+        comm_free(c);
+        c = n;
+    }
+}
+
+weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
+{
+    WEFT__CHECK(check_comm(comm));
+    if (rank == NULL) return WEFT_ERR_INVALID_ARG;
+    *rank = weft__comm(comm)->rank;
+    return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_size(weft_comm_t comm, int *size)
+{
+    WEFT__CHECK(check_comm(comm));
+    if (size == NULL) return WEFT_ERR_INVALID_ARG;
+    *size = weft__comm(comm)->size;
+    return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_stream(weft_comm_t comm, weft_stream_t *stream)
+{
+    WEFT__CHECK(check_comm(comm));
+    if (stream == NULL) return WEFT_ERR_INVALID_ARG;
+    *stream = weft__comm(comm)->stream;
+    return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_get_error(weft_comm_t comm)
+{
+    WEFT__CHECK(check_comm(comm));
+    return (weft_status_t)atomic_load_explicit(&weft__comm(comm)->error, memory_order_relaxed);
+}
+
+weft_status_t weft_comm_get_mpi(weft_comm_t comm, MPI_Comm *mpi_comm)
+{
+    WEFT__CHECK(check_comm(comm));
+    if (mpi_comm == NULL) return WEFT_ERR_INVALID_ARG;
+    *mpi_comm = weft__comm(comm)->mpi;
+    return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_set_algo(weft_comm_t comm, weft_coll_t coll, weft_algo_t algo)
+{
+    WEFT__CHECK(check_comm(comm));
+    if ((unsigned)coll >= WEFT_COLL_COUNT) return WEFT_ERR_INVALID_ARG;
+    if ((unsigned)algo >= WEFT_ALGO_COUNT) return WEFT_ERR_ALGORITHM;
+    if (algo != WEFT_ALGO_AUTO && weft__algo_impl(coll, algo) == NULL) return WEFT_ERR_ALGORITHM;
+    atomic_store_explicit(&weft__comm(comm)->force_algo[coll], (int)algo, memory_order_relaxed);
+    return WEFT_SUCCESS;
+}

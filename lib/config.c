@@ -1,0 +1,143 @@
+/*
+ * config.c - every WEFT_* environment variable, read once in weft_init into
+ * weft__cfg. Never getenv on a hot path. The table below is the single
+ * source of the documentation (doc/config.md and weft-info print it).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft_internal.h"
+
+weft__config_t weft__cfg;
+
+static const weft__config_var_t vars[] = {
+    {"WEFT_ALLREDUCE_ALGO", "auto",
+     "force the allreduce algorithm: auto|ring|recursive_doubling|rabenseifner|tree|mpi"},
+    {"WEFT_REDUCE_SCATTER_ALGO", "auto", "force the reduce_scatter algorithm"},
+    {"WEFT_ALLGATHER_ALGO", "auto", "force the allgather algorithm"},
+    {"WEFT_BCAST_ALGO", "auto", "force the broadcast algorithm"},
+    {"WEFT_REDUCE_ALGO", "auto", "force the reduce algorithm"},
+    {"WEFT_ALLTOALL_ALGO", "auto", "force the alltoall algorithm"},
+    {"WEFT_GATHER_ALGO", "auto", "force the gather algorithm"},
+    {"WEFT_SCATTER_ALGO", "auto", "force the scatter algorithm"},
+    {"WEFT_BARRIER_ALGO", "auto", "force the barrier algorithm"},
+    {"WEFT_TUNING_FILE", "", "tuning file (doc/tuning.md) that replaces the cost-model table"},
+    {"WEFT_TIMEOUT", "600",
+     "hang watchdog, seconds: an operation running longer fails with WEFT_ERR_TIMEOUT and "
+     "its communicator is marked broken (0 = off)"},
+    {"WEFT_LOG_LEVEL", "1", "0 off, 1 error, 2 warn, 3 info, 4 debug"},
+    {"WEFT_PROFILE", "", "write a per-operation, per-size profile to this path at finalize"},
+    {"WEFT_TRACE", "", "write a Chrome/Perfetto trace of the engine to this path (.RANK added)"},
+    {"WEFT_TRANSPORT", "auto", "host transport: auto|mpi|ucx"},
+    {"WEFT_RING_CHUNK", "262144", "ring pipeline chunk, bytes (0 = one chunk per block)"},
+    {"WEFT_SPIN", "2000", "empty progress polls before the engine and waiters start to yield"},
+    {"WEFT_MAX_SLEEP_US", "100", "longest sleep of the engine's backoff while work is in flight"},
+    {"WEFT_MEASURE", "1",
+     "measure alpha, beta and gamma at communicator creation (0: use built-in defaults)"},
+    {NULL, NULL, NULL},
+};
+
+const weft__config_var_t *weft__config_vars(void) { return vars; }
+
+static const char *value_of(const char *name)
+{
+    const char *v = getenv(name);
+    if (v != NULL && *v != '\0') return v;
+    for (const weft__config_var_t *c = vars; c->name; c++)
+        if (strcmp(c->name, name) == 0) return c->default_value;
+    return "";
+}
+
+static weft_status_t parse_long(const char *name, long lo, long hi, long *out)
+{
+    const char *v = value_of(name);
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    while (*end && isspace((unsigned char)*end)) end++;
+    if (errno || end == v || *end || x < lo || x > hi) {
+        WEFT__ERROR("%s=\"%s\" is not an integer in [%ld, %ld]", name, v, lo, hi);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    *out = x;
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t parse_double(const char *name, double lo, double hi, double *out)
+{
+    const char *v = value_of(name);
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi)) {
+        WEFT__ERROR("%s=\"%s\" is not a number in [%g, %g]", name, v, lo, hi);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    *out = x;
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t copy_str(const char *name, char *dst, size_t cap)
+{
+    const char *v = value_of(name);
+    if (strlen(v) >= cap) {
+        WEFT__ERROR("%s is longer than %zu characters", name, cap - 1);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    strcpy(dst, v);
+    return WEFT_SUCCESS;
+}
+
+static const char *const coll_env[WEFT_COLL_COUNT] = {
+    [WEFT_COLL_ALLREDUCE] = "WEFT_ALLREDUCE_ALGO", [WEFT_COLL_REDUCE_SCATTER] = "WEFT_REDUCE_SCATTER_ALGO",
+    [WEFT_COLL_ALLGATHER] = "WEFT_ALLGATHER_ALGO", [WEFT_COLL_BCAST] = "WEFT_BCAST_ALGO",
+    [WEFT_COLL_REDUCE] = "WEFT_REDUCE_ALGO",       [WEFT_COLL_ALLTOALL] = "WEFT_ALLTOALL_ALGO",
+    [WEFT_COLL_GATHER] = "WEFT_GATHER_ALGO",       [WEFT_COLL_SCATTER] = "WEFT_SCATTER_ALGO",
+    [WEFT_COLL_BARRIER] = "WEFT_BARRIER_ALGO",
+};
+
+weft_status_t weft__config_load(void)
+{
+    weft__config_t c;
+    long l;
+    memset(&c, 0, sizeof c);
+
+    /* Log level first, so that the other parse errors are shown. */
+    WEFT__CHECK(parse_long("WEFT_LOG_LEVEL", 0, 4, &l));
+    c.log_level = (int)l;
+    atomic_store_explicit(&weft__log_level, c.log_level, memory_order_relaxed);
+
+    for (int i = 0; i < WEFT_COLL_COUNT; i++) {
+        const char *v = value_of(coll_env[i]);
+        weft_algo_t a;
+        if (weft_algo_from_name(v, &a) != WEFT_SUCCESS ||
+            (a != WEFT_ALGO_AUTO && weft__algo_impl((weft_coll_t)i, a) == NULL)) {
+            WEFT__ERROR("%s=\"%s\": no such algorithm for this collective", coll_env[i], v);
+            return WEFT_ERR_ALGORITHM;
+        }
+        c.force_algo[i] = a;
+    }
+    WEFT__CHECK(copy_str("WEFT_TUNING_FILE", c.tuning_file, sizeof c.tuning_file));
+    WEFT__CHECK(parse_double("WEFT_TIMEOUT", 0, 1e9, &c.timeout_s));
+    WEFT__CHECK(copy_str("WEFT_PROFILE", c.profile_path, sizeof c.profile_path));
+    WEFT__CHECK(copy_str("WEFT_TRACE", c.trace_path, sizeof c.trace_path));
+    WEFT__CHECK(copy_str("WEFT_TRANSPORT", c.transport, sizeof c.transport));
+    if (strcmp(c.transport, "auto") && strcmp(c.transport, "mpi") && strcmp(c.transport, "ucx")) {
+        WEFT__ERROR("WEFT_TRANSPORT=\"%s\": expected auto, mpi or ucx", c.transport);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    WEFT__CHECK(parse_long("WEFT_RING_CHUNK", 0, 1L << 40, &l));
+    c.ring_chunk = (size_t)l;
+    WEFT__CHECK(parse_long("WEFT_SPIN", 0, 100000000, &l));
+    c.spin = (int)l;
+    WEFT__CHECK(parse_long("WEFT_MAX_SLEEP_US", 0, 1000000, &l));
+    c.max_sleep_us = (int)l;
+    WEFT__CHECK(parse_long("WEFT_MEASURE", 0, 1, &l));
+    c.measure = (int)l;
+
+    weft__cfg = c;
+    return WEFT_SUCCESS;
+}

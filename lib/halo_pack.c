@@ -1,0 +1,110 @@
+/*
+ * halo_pack.c - host pack/unpack of a strided box of a halo buffer into or
+ * out of a contiguous staging buffer. The innermost contiguous run is merged
+ * across dimensions the box spans completely, so faces of the slow
+ * dimensions become one memcpy per leading index.
+ *
+ * Thread contract: pure functions of their arguments; any thread.
+ */
+#include <string.h>
+
+#include "halo.h"
+
+enum { PACK, UNPACK, ADD };
+
+/* Run length (elements) of the contiguous pieces, and how many loop levels
+ * (0..3 spatial dims) remain outside it. */
+static size_t run_len(const weft__halo_layout_t *l, const weft__halo_region_t *r, int *levels)
+{
+    size_t run = r->len[2];
+    int lv = 2;
+    while (lv > 0 && r->len[lv] == l->ext[lv]) {
+        run *= r->len[lv - 1];
+        lv--;
+    }
+    *levels = lv; /* dims 0 .. lv-1 are looped over; dim lv is folded into run */
+    return run;
+}
+
+static inline void move(int mode, char *buf, char *stage, size_t bytes, size_t n,
+                        const weft__halo_layout_t *l)
+{
+    if (mode == PACK) {
+        switch (bytes) { /* the common narrow faces: width 1..4 of 4/8-byte elements */
+        case 4: memcpy(stage, buf, 4); return;
+        case 8: memcpy(stage, buf, 8); return;
+        case 16: memcpy(stage, buf, 16); return;
+        default: memcpy(stage, buf, bytes); return;
+        }
+    }
+    if (mode == UNPACK) {
+        switch (bytes) {
+        case 4: memcpy(buf, stage, 4); return;
+        case 8: memcpy(buf, stage, 8); return;
+        case 16: memcpy(buf, stage, 16); return;
+        default: memcpy(buf, stage, bytes); return;
+        }
+    }
+    weft__reduce(buf, stage, n, l->dtype, WEFT_SUM);
+}
+
+static void walk(int mode, char *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
+                 char *stage)
+{
+    int levels;
+    size_t run = run_len(l, r, &levels);
+    size_t es = l->esize, rb = run * es;
+    size_t s0 = r->start[0], s1 = r->start[1], s2 = r->start[2];
+    size_t e0 = l->ext[0], e1 = l->ext[1], e2 = l->ext[2];
+    if (rb == 0) return;
+    for (size_t o = 0; o < l->outer; o++) {
+        size_t base = o * e0;
+        if (levels == 0) {
+            move(mode, buf + (((base + s0) * e1 + s1) * e2 + s2) * es, stage, rb, run, l);
+            stage += rb;
+        } else if (levels == 1) {
+            for (size_t i0 = 0; i0 < r->len[0]; i0++) {
+                move(mode, buf + (((base + s0 + i0) * e1 + s1) * e2 + s2) * es, stage, rb, run, l);
+                stage += rb;
+            }
+        } else {
+            for (size_t i0 = 0; i0 < r->len[0]; i0++) {
+                char *row = buf + (((base + s0 + i0) * e1 + s1) * e2 + s2) * es;
+                for (size_t i1 = 0; i1 < r->len[1]; i1++) {
+                    move(mode, row, stage, rb, run, l);
+                    row += e2 * es;
+                    stage += rb;
+                }
+            }
+        }
+    }
+}
+
+int weft__halo_contiguous(const weft__halo_layout_t *l, const weft__halo_region_t *r, size_t *offset)
+{
+    int levels;
+    size_t run = run_len(l, r, &levels);
+    /* one run per leading index; one run in all if there is one leading index
+     * or the region spans every spatial dimension fully */
+    if (levels != 0 || (l->outer > 1 && run != l->ext[0] * l->ext[1] * l->ext[2])) return 0;
+    *offset = ((r->start[0] * l->ext[1] + r->start[1]) * l->ext[2] + r->start[2]) * l->esize;
+    return 1;
+}
+
+void weft__halo_pack(const void *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
+                     void *out)
+{
+    walk(PACK, (char *)buf, l, r, out);
+}
+
+void weft__halo_unpack(void *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
+                       const void *in)
+{
+    walk(UNPACK, buf, l, r, (char *)in);
+}
+
+void weft__halo_unpack_add(void *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
+                           const void *in)
+{
+    walk(ADD, buf, l, r, (char *)in);
+}

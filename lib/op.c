@@ -1,0 +1,122 @@
+/* op.c - operation objects, issuing, and the transfer helpers of lib/coll. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft_internal.h"
+
+/* Caller thread. */
+weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t **out)
+{
+    weft__op_t *op = NULL;
+    /* aligned_alloc: priv is 16-byte aligned inside the struct */
+    if (posix_memalign((void **)&op, 64, sizeof *op) != 0) return WEFT_ERR_NO_MEMORY;
+    /* Only the header needs zeroing; xfer[] and priv[] are set by their users. */
+    memset(op, 0, offsetof(weft__op_t, xfer));
+    op->nxfer = 0;
+    op->tmp = NULL;
+    op->tmp_bytes = 0;
+    op->next = NULL;
+    op->ready = NULL;
+    op->finish = NULL;
+    atomic_init(&op->done, 0);
+    op->status = WEFT_SUCCESS;
+    op->detached = 0;
+    op->kind = kind;
+    op->comm = comm;
+    op->root = -1;
+    *out = op;
+    return WEFT_SUCCESS;
+}
+
+void weft__op_free(weft__op_t *op)
+{
+    if (op->sop != NULL) weft__stream_op_release(op);
+    free(op);
+}
+
+/* Any thread. The op belongs to Weft from here on. */
+weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
+{
+    weft__comm_t *c = op->comm;
+    weft_status_t st = (weft_status_t)atomic_load_explicit(&c->error, memory_order_relaxed);
+    if (st != WEFT_SUCCESS) {
+        weft__op_free(op);
+        return WEFT_ERR_COMM_BROKEN;
+    }
+    if (op->sop != NULL) {
+        /* Stream-bound: order the op after the stream's work; a blocking call
+         * hands the op to the stream and returns at once (lib/stream.c). */
+        st = weft__stream_issue(op, req == NULL);
+        if (st != WEFT_SUCCESS) {
+            weft__op_free(op);
+            return st;
+        }
+    }
+    weft_request_t handle = WEFT_REQUEST_NULL;
+    if (req != NULL) {
+        st = weft__request_new(op, &handle);
+        if (st != WEFT_SUCCESS) {
+            weft__op_free(op);
+            return st;
+        }
+    }
+    op->tag = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed) & WEFT__COLL_TAG_MASK;
+    op->t_issue = weft__now();
+    if (WEFT__OBS_ON()) weft__obs_issue(op);
+    atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
+    if (req != NULL) {
+        weft__engine_submit(op, false);
+        *req = handle;
+        return WEFT_SUCCESS;
+    }
+    if (op->sop != NULL) { /* stream semantics: the stream waits, not the host */
+        weft__engine_submit(op, false);
+        return WEFT_SUCCESS;
+    }
+    /* Blocking: do not wake the engine; this thread drives the op itself and
+     * wakes the engine only if it has to wait long. */
+    weft__engine_submit(op, true);
+    if (WEFT__OBS_ON()) weft__obs_wait_done(op); /* times the caller's blocked wait */
+    else weft__op_wait_done(op);
+    st = op->status;
+    weft__op_free(op);
+    return st;
+}
+
+/* ---- transfer helpers (engine side) ------------------------------------------- */
+weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer)
+{
+    if (WEFT__UNLIKELY(op->nxfer >= WEFT__MAX_XFER)) {
+        WEFT__ERROR("%s: more than %d transfers in one step", weft__opkind_name(op->kind),
+                    WEFT__MAX_XFER);
+        return WEFT_ERR_INTERNAL;
+    }
+    weft__xfer_t *x = &op->xfer[op->nxfer];
+    weft_status_t st = op->comm->tp->isend(op->comm, buf, bytes, peer, op->tag, x);
+    if (st == WEFT_SUCCESS) op->nxfer++;
+    return st;
+}
+
+weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer)
+{
+    if (WEFT__UNLIKELY(op->nxfer >= WEFT__MAX_XFER)) {
+        WEFT__ERROR("%s: more than %d transfers in one step", weft__opkind_name(op->kind),
+                    WEFT__MAX_XFER);
+        return WEFT_ERR_INTERNAL;
+    }
+    weft__xfer_t *x = &op->xfer[op->nxfer];
+    weft_status_t st = op->comm->tp->irecv(op->comm, buf, bytes, peer, op->tag, x);
+    if (st == WEFT_SUCCESS) op->nxfer++;
+    return st;
+}
+
+weft_status_t weft__coll_test(weft__op_t *op)
+{
+    if (op->nxfer == 0) return WEFT_SUCCESS;
+    int done = 0;
+    weft_status_t st = op->comm->tp->testall(op->comm, op->xfer, op->nxfer, &done);
+    if (st != WEFT_SUCCESS) return st;
+    if (!done) return WEFT_INPROGRESS;
+    op->nxfer = 0;
+    return WEFT_SUCCESS;
+}

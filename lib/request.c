@@ -1,0 +1,216 @@
+/*
+ * request.c - request handles and completion.
+ *
+ * A handle is (generation << 32 | slot + 1). Slots live in chunks that never
+ * move while Weft is initialised; a slot's generation changes every time it is
+ * released, so a stale copy of a handle is recognised (WEFT_ERR_INVALID_REQUEST)
+ * instead of touching someone else's operation.
+ */
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft_internal.h"
+
+#define CHUNK_SLOTS 1024u
+#define MAX_CHUNKS 4096u
+
+typedef struct slot {
+    uint32_t gen;     /* under `lock` */
+    int in_use;       /* under `lock` */
+    weft__op_t *op;
+    uint32_t next_free;
+} slot_t;
+
+static struct {
+    pthread_mutex_t lock;
+    slot_t *chunks[MAX_CHUNKS];
+    uint32_t nslots;
+    uint32_t free_head; /* slot index + 1, 0 = none */
+} R = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static slot_t *slot_at(uint32_t idx) { return &R.chunks[idx / CHUNK_SLOTS][idx % CHUNK_SLOTS]; }
+
+/* Any thread. */
+weft_status_t weft__request_new(weft__op_t *op, weft_request_t *req)
+{
+    weft_status_t st = WEFT_SUCCESS;
+    pthread_mutex_lock(&R.lock);
+    if (R.free_head == 0) {
+        uint32_t c = R.nslots / CHUNK_SLOTS;
+        if (c >= MAX_CHUNKS) {
+            st = WEFT_ERR_NO_MEMORY;
+            goto out;
+        }
+        R.chunks[c] = calloc(CHUNK_SLOTS, sizeof(slot_t));
+        if (R.chunks[c] == NULL) {
+            st = WEFT_ERR_NO_MEMORY;
+            goto out;
+        }
+        for (uint32_t i = 0; i < CHUNK_SLOTS; i++) { /* chain the new slots in order */
+            R.chunks[c][i].gen = 1;
+            R.chunks[c][i].next_free = (i + 1 < CHUNK_SLOTS) ? R.nslots + i + 2 : 0;
+        }
+        R.free_head = R.nslots + 1;
+        R.nslots += CHUNK_SLOTS;
+    }
+    uint32_t idx = R.free_head - 1;
+    slot_t *s = slot_at(idx);
+    R.free_head = s->next_free;
+    s->in_use = 1;
+    s->op = op;
+    *req = ((uint64_t)s->gen << 32) | (uint64_t)(idx + 1);
+out:
+    pthread_mutex_unlock(&R.lock);
+    return st;
+}
+
+/* Look up a live handle; NULL if stale/unknown. Takes the lock briefly. */
+static weft__op_t *lookup(weft_request_t h)
+{
+    uint32_t idx = (uint32_t)(h & 0xffffffffu);
+    uint32_t gen = (uint32_t)(h >> 32);
+    weft__op_t *op = NULL;
+    if (idx == 0) return NULL;
+    pthread_mutex_lock(&R.lock);
+    if (idx - 1 < R.nslots) {
+        slot_t *s = slot_at(idx - 1);
+        if (s->in_use && s->gen == gen) op = s->op;
+    }
+    pthread_mutex_unlock(&R.lock);
+    return op;
+}
+
+static void release(weft_request_t h)
+{
+    uint32_t idx = (uint32_t)(h & 0xffffffffu) - 1;
+    pthread_mutex_lock(&R.lock);
+    slot_t *s = slot_at(idx);
+    s->in_use = 0;
+    s->op = NULL;
+    s->gen++;
+    if (s->gen == 0) s->gen = 1;
+    s->next_free = R.free_head;
+    R.free_head = idx + 1;
+    pthread_mutex_unlock(&R.lock);
+}
+
+/* Free every slot and the ops nobody waited for. weft_finalize, engine stopped. */
+void weft__request_fini(void)
+{
+    pthread_mutex_lock(&R.lock);
+    for (uint32_t c = 0; c * CHUNK_SLOTS < R.nslots; c++) {
+        for (uint32_t i = 0; i < CHUNK_SLOTS; i++)
+            if (R.chunks[c][i].in_use) weft__op_free(R.chunks[c][i].op);
+        free(R.chunks[c]);
+        R.chunks[c] = NULL;
+    }
+    R.nslots = 0;
+    R.free_head = 0;
+    pthread_mutex_unlock(&R.lock);
+}
+
+/* ---- completion ------------------------------------------------------------------ */
+void weft__op_complete(weft__op_t *op, weft_status_t status)
+{
+    /* Stream-bound op: set its completion flag; if the stream side owns the
+     * op (blocking call, or already waited on), it was freed there. */
+    if (op->sop != NULL && weft__stream_op_complete(op, status)) return;
+    op->status = status;
+    /* release: status and the output buffer are visible to whoever sees done. */
+    atomic_store_explicit(&op->done, 1, memory_order_release);
+    syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+static bool is_done(weft__op_t *op)
+{
+    /* acquire: pairs with the release store in weft__op_complete. */
+    return atomic_load_explicit(&op->done, memory_order_acquire) != 0;
+}
+
+void weft__op_wait_done(weft__op_t *op)
+{
+    unsigned idle = 0;
+    while (!is_done(op)) {
+        int w = weft__engine_try_progress();
+        if (is_done(op)) break;
+        if (w > 0) {
+            idle = 0;
+            continue;
+        }
+        if (idle < 64 || w < 0) {
+            weft__engine_backoff(idle++);
+            continue;
+        }
+        /* Long wait: hand progress to the engine and sleep until done. */
+        weft__engine_wake();
+        struct timespec ts = {0, 1000L * (weft__cfg.max_sleep_us > 0 ? weft__cfg.max_sleep_us : 50)};
+        syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+        idle++;
+    }
+}
+
+/* ---- public ---------------------------------------------------------------------- */
+weft_status_t weft_wait(weft_request_t *req)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (req == NULL) return WEFT_ERR_INVALID_ARG;
+    if (*req == WEFT_REQUEST_NULL) return WEFT_SUCCESS;
+    weft__op_t *op = lookup(*req);
+    if (op == NULL) return WEFT_ERR_INVALID_REQUEST;
+    if (op->sop != NULL) {
+        /* Stream-bound: the stream waits for the op, the host does not. */
+        release(*req);
+        *req = WEFT_REQUEST_NULL;
+        if (weft__stream_op_wait(op)) return WEFT_SUCCESS;
+        weft_status_t sst = op->status;
+        weft__op_free(op);
+        return sst;
+    }
+    if (WEFT__OBS_ON()) weft__obs_wait_done(op); /* times the caller's blocked wait */
+    else weft__op_wait_done(op);
+    weft_status_t st = op->status;
+    release(*req);
+    weft__op_free(op);
+    *req = WEFT_REQUEST_NULL;
+    return st;
+}
+
+weft_status_t weft_test(weft_request_t *req, int *done)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (req == NULL || done == NULL) return WEFT_ERR_INVALID_ARG;
+    *done = 0;
+    if (*req == WEFT_REQUEST_NULL) {
+        *done = 1;
+        return WEFT_SUCCESS;
+    }
+    weft__op_t *op = lookup(*req);
+    if (op == NULL) return WEFT_ERR_INVALID_REQUEST;
+    if (!is_done(op)) {
+        weft__engine_try_progress();
+        if (!is_done(op)) return WEFT_SUCCESS;
+    }
+    weft_status_t st = op->status;
+    release(*req);
+    /* Stream-bound: the stream still has to take the result (copy back). */
+    if (op->sop == NULL || !weft__stream_op_wait(op)) weft__op_free(op);
+    *req = WEFT_REQUEST_NULL;
+    *done = 1;
+    return st;
+}
+
+weft_status_t weft_waitall(size_t n, weft_request_t *reqs)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (n > 0 && reqs == NULL) return WEFT_ERR_INVALID_ARG;
+    weft_status_t first = WEFT_SUCCESS;
+    for (size_t i = 0; i < n; i++) {
+        weft_status_t st = weft_wait(&reqs[i]);
+        if (st != WEFT_SUCCESS && first == WEFT_SUCCESS) first = st;
+    }
+    return first;
+}

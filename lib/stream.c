@@ -1,0 +1,568 @@
+/*
+ * stream.c - streams (public weft_stream_* calls) and stream-associated
+ * communicators: how a collective on a communicator bound to a stream is
+ * ordered with the stream's other work (doc/streams.md has the timeline).
+ *
+ * An op on a stream-bound communicator carries a weft__stream_op (op->sop):
+ *
+ *   issue (caller)   [staged path: copy device -> pinned staging on the stream]
+ *                    record `start` on the stream; op->ready polls it, so the
+ *                    engine starts the op only after the stream's earlier work.
+ *   engine           runs the host algorithm; at completion sets `done`
+ *                    (status first, then the flag, release).
+ *   stream wait      (blocking call at issue; weft_wait/weft_test otherwise)
+ *                    the stream waits for `done`, takes the op's status as its
+ *                    sticky error if it failed, [copies staging -> recvbuf],
+ *                    then drops its reference.
+ *   NCCL path        ncclAllReduce is enqueued on the CUDA stream at issue; the
+ *                    engine only polls a flag recorded after it and
+ *                    ncclCommGetAsyncError, and aborts the NCCL comm on error or
+ *                    timeout. The stream is already ordered after the kernel.
+ *
+ * Ownership of the op: the caller's request owns it until weft_wait/weft_test
+ * hands it to the stream side (or the blocking call does at issue); then the
+ * engine frees it at completion. One atomic `owner` word settles the race
+ * between a caller handing it over and the engine completing it.
+ *
+ * The weft__stream_op is reference counted: the op, the record step and the
+ * stream-wait steps each hold a reference, dropped by a host function run in
+ * stream order after their last use of the flags and staging buffer (device
+ * memory ops on a CUDA stream may still be pending when the op is freed).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "weft_internal.h"
+#include "weft_stream.h"
+
+/* Device buffers: NCCL from this many bytes (when NCCL is built and usable),
+ * host transfer below. WEFT_NCCL_MIN_BYTES overrides it (read once). */
+#define NCCL_MIN_BYTES_DEFAULT ((size_t)64 * 1024)
+
+typedef enum path { PATH_HOST = 0, PATH_STAGED, PATH_NCCL } path_t;
+
+enum { OWNER_CALLER = 0, OWNER_STREAM = 1, OWNER_DONE = 2 };
+
+typedef struct comm_stream {
+    struct weft_stream *s;
+    void *nccl;        /* NCCL backend state, NULL if none */
+} comm_stream_t;
+
+typedef struct weft__stream_op {
+    _Atomic int refs;
+    _Atomic int owner;
+    path_t path;
+    struct weft_stream *s;    /* not touched by the engine after `done` is set */
+    const weft__device_t *dev; /* static: outlives the stream */
+    weft__flag_t *start;      /* recorded at issue (host and staged paths) */
+    weft__flag_t *done;       /* set at completion (all paths) */
+    weft__flag_t *kernel;     /* NCCL path: recorded after ncclAllReduce */
+    weft_status_t status;     /* the op's result, written before `done` is set */
+    void *staging;            /* staged path: pinned copy of the vector */
+    void *user_recvbuf;
+    const void *user_sendbuf;
+    size_t bytes;
+    int waited;               /* the stream-wait steps are enqueued (caller side) */
+    int nccl_ok;              /* NCCL path: the kernel finished without error */
+    void *nccl;               /* NCCL path: the comm's backend state */
+} weft__stream_op_t;
+
+/* ---- the stream op: references ----------------------------------------------- */
+static void sop_unref(weft__stream_op_t *so)
+{
+    /* acq_rel: the last dropper sees every write made under the other refs. */
+    if (atomic_fetch_sub_explicit(&so->refs, 1, memory_order_acq_rel) != 1) return;
+    const weft__device_t *dev = so->dev; /* the stream may be gone already */
+    if (so->start) dev->flag_free(so->start);
+    if (so->done) dev->flag_free(so->done);
+    if (so->kernel) dev->flag_free(so->kernel);
+    if (so->staging) dev->host_free(so->staging);
+    free(so);
+}
+
+/* Stream order (host fn, always run): drop the reference of a stream step. */
+static weft_status_t sop_unref_fn(void *arg)
+{
+    sop_unref(arg);
+    return WEFT_SUCCESS;
+}
+
+/* Stream order, after the wait for `done`: the op's failure fails the stream. */
+static weft_status_t sop_status_fn(void *arg)
+{
+    weft__stream_op_t *so = arg;
+    /* acquire: pairs with the release in weft__stream_op_complete. */
+    atomic_thread_fence(memory_order_acquire);
+    return so->status < 0 ? so->status : WEFT_SUCCESS;
+}
+
+/* ---- configuration ------------------------------------------------------------- */
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+static size_t nccl_min_bytes = NCCL_MIN_BYTES_DEFAULT;
+
+static void cfg_load(void)
+{
+    const char *v = getenv("WEFT_NCCL_MIN_BYTES");
+    if (v != NULL && *v) {
+        char *end;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (*end == '\0') nccl_min_bytes = (size_t)n;
+        else WEFT__WARN("WEFT_NCCL_MIN_BYTES=%s is not a number; using %zu", v, nccl_min_bytes);
+    }
+}
+
+/* ---- the NCCL algorithm: polls the kernel, never moves data itself ----------- */
+static weft_status_t nccl_start(weft__op_t *op)
+{
+    if (op->sop == NULL || op->sop->path != PATH_NCCL) {
+        /* weft__stream_prepare turns NCCL on host buffers into a host algorithm;
+         * reaching this means the op was not prepared. */
+        WEFT__ERROR("allreduce: NCCL serves device buffers on a communicator bound to a CUDA "
+                    "stream only");
+        return WEFT_ERR_ALGORITHM;
+    }
+    return WEFT_INPROGRESS;
+}
+
+static weft_status_t nccl_step(weft__op_t *op)
+{
+    weft__stream_op_t *so = op->sop;
+    const weft__nccl_backend_t *nb = weft__nccl_backend();
+    weft_status_t st = nb->async_error(so->nccl);
+    if (st < 0) return st; /* logged by the backend */
+    int f = so->s->dev->flag_test(so->kernel);
+    if (f < 0) return (weft_status_t)f;
+    if (f == 0) return WEFT_INPROGRESS;
+    so->nccl_ok = 1;
+    return WEFT_SUCCESS;
+}
+
+static void nccl_cleanup(weft__op_t *op)
+{
+    weft__stream_op_t *so = op->sop;
+    if (so == NULL || so->path != PATH_NCCL || so->nccl_ok) return;
+    /* Timed out or failed: a kernel may be stuck on the GPU; abort the NCCL
+     * communicator so it returns (the comm's sticky error is set by the engine). */
+    WEFT__ERROR("allreduce: NCCL operation on comm %d failed or timed out; aborting its NCCL "
+                "communicator", op->comm->id);
+    weft__nccl_backend()->abort(so->nccl);
+}
+
+/* Registered in lib/coll/algos.c: the override (weft_comm_set_algo,
+ * WEFT_ALLREDUCE_ALGO=nccl, tuning rules) names it like any other algorithm. */
+const weft__algo_impl_t weft__allreduce_nccl_impl = {
+    .id = WEFT_ALGO_NCCL,
+    .kind = WEFT__OP_ALLREDUCE,
+    .cost = NULL, /* never picked by the host cost model */
+    .supports = NULL,
+    .start = nccl_start,
+    .step = nccl_step,
+    .cleanup = nccl_cleanup,
+};
+
+/* ---- communicators ------------------------------------------------------------- */
+static bool stream_ready(weft__op_t *op)
+{
+    int f = op->sop->s->dev->flag_test(op->sop->start);
+    if (f < 0) {
+        /* The device failed; start anyway (the other ranks need this rank) and
+         * let the stream's sticky error report it. Logged by the device. */
+        weft__stream_set_error(op->sop->s, (weft_status_t)f);
+        return true;
+    }
+    return f != 0;
+}
+
+/* Caller thread, collective over comm (weft_comm_create). */
+weft_status_t weft__stream_comm_attach(weft__comm_t *comm)
+{
+    if (comm->stream == NULL) return WEFT_SUCCESS;
+    struct weft_stream *s = comm->stream;
+    if (s->dev == NULL || s->impl == NULL) {
+        WEFT__ERROR("weft_comm_create: the stream is not a valid Weft stream");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    pthread_once(&cfg_once, cfg_load);
+    comm_stream_t *cs = calloc(1, sizeof *cs);
+    if (cs == NULL) return WEFT_ERR_NO_MEMORY;
+    cs->s = s;
+
+    /* NCCL for device buffers: only on CUDA streams, and only if every rank
+     * has it, so that every rank takes the same path for the same call. */
+    const weft__nccl_backend_t *nb = s->dev != weft__device_host() ? weft__nccl_backend() : NULL;
+    int mine = (nb != NULL && s->dev == weft__device_cuda()) ? 1 : 0, all = 0;
+    weft_status_t st = WEFT_SUCCESS;
+    WEFT__MPI_CHECK_GOTO(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm->mpi), st, fail);
+    if (all) {
+        weft_status_t ost = nb->comm_open(comm, &cs->nccl);
+        int ok = ost == WEFT_SUCCESS, allok = 0;
+        WEFT__MPI_CHECK_GOTO(MPI_Allreduce(&ok, &allok, 1, MPI_INT, MPI_MIN, comm->mpi), st, fail);
+        if (!allok) {
+            if (cs->nccl) nb->comm_close(cs->nccl);
+            cs->nccl = NULL;
+            WEFT__WARN("comm %d: NCCL unavailable on some rank; device buffers use host transfer",
+                       comm->id);
+        }
+    }
+    comm->stream_state = cs;
+    return WEFT_SUCCESS;
+
+fail:
+    if (cs->nccl) nb->comm_close(cs->nccl);
+    free(cs);
+    return st;
+}
+
+/* Caller thread (weft_comm_destroy, after the comm's ops completed). */
+void weft__stream_comm_detach(weft__comm_t *comm)
+{
+    comm_stream_t *cs = comm->stream_state;
+    if (cs == NULL) return;
+    if (cs->nccl) weft__nccl_backend()->comm_close(cs->nccl);
+    free(cs);
+    comm->stream_state = NULL;
+}
+
+/* ---- ops ------------------------------------------------------------------------- */
+/* Caller thread. Host buffers never go to NCCL: a NCCL choice (forced or from
+ * a tuning rule) on host buffers falls back to the host cost model. */
+static void host_algo_for_nccl(weft__op_t *op)
+{
+    weft_algo_t a = weft__select_model(WEFT_COLL_ALLREDUCE, op->comm->size, op->bytes, op->dtype,
+                                       &op->comm->cost, NULL);
+    const weft__algo_impl_t *impl = weft__algo_impl(WEFT_COLL_ALLREDUCE, a);
+    if (impl != NULL) {
+        WEFT__DEBUG("allreduce: NCCL asked for on host buffers; using %s", weft_algo_name(a));
+        op->algo = a;
+        op->impl = impl;
+    }
+}
+
+/* Any thread (weft_query_algo). On a communicator bound to a CUDA stream
+ * with NCCL, the answer is for device buffers: NCCL when forced, or from
+ * WEFT_NCCL_MIN_BYTES bytes on with nothing forced; otherwise host_choice
+ * (a NCCL choice for host buffers becomes the cost model's algorithm). */
+weft_algo_t weft__stream_query_algo(weft__comm_t *c, weft_coll_t coll, size_t bytes,
+                                    weft_datatype_t dtype, weft_algo_t host_choice)
+{
+    comm_stream_t *cs = c->stream_state;
+    if (coll == WEFT_COLL_ALLREDUCE && cs != NULL && cs->nccl != NULL &&
+        weft__nccl_backend()->supports(dtype, WEFT_SUM)) {
+        if (host_choice == WEFT_ALGO_NCCL) return WEFT_ALGO_NCCL;
+        bool forced = atomic_load_explicit(&c->force_algo[coll], memory_order_relaxed) !=
+                          WEFT_ALGO_AUTO ||
+                      weft__cfg.force_algo[coll] != WEFT_ALGO_AUTO;
+        if (!forced && bytes >= nccl_min_bytes) return WEFT_ALGO_NCCL;
+    }
+    if (host_choice == WEFT_ALGO_NCCL && coll == WEFT_COLL_ALLREDUCE)
+        return weft__select_model(coll, c->size, bytes, dtype, &c->cost, NULL);
+    return host_choice;
+}
+
+/* Caller thread, before weft__issue. */
+weft_status_t weft__stream_prepare(weft__op_t *op)
+{
+    weft__comm_t *c = op->comm;
+    comm_stream_t *cs = c->stream_state;
+    if (cs == NULL) {
+        if (op->algo == WEFT_ALGO_NCCL) host_algo_for_nccl(op);
+        return WEFT_SUCCESS;
+    }
+    struct weft_stream *s = cs->s;
+    const weft__device_t *dev = s->dev;
+    path_t path = PATH_HOST;
+
+    if (dev != weft__device_host() && op->bytes > 0 &&
+        (weft__device_ptr_kind(op->recvbuf) == WEFT__MEM_DEVICE ||
+         weft__device_ptr_kind(op->sendbuf) == WEFT__MEM_DEVICE)) {
+        if (op->kind != WEFT__OP_ALLREDUCE) {
+            WEFT__ERROR("%s: device buffers are supported for allreduce only",
+                        weft__opkind_name(op->kind));
+            return WEFT_ERR_UNSUPPORTED;
+        }
+        bool want_nccl = op->algo == WEFT_ALGO_NCCL ||
+                         (atomic_load_explicit(&c->force_algo[WEFT_COLL_ALLREDUCE],
+                                               memory_order_relaxed) == WEFT_ALGO_AUTO &&
+                          weft__cfg.force_algo[WEFT_COLL_ALLREDUCE] == WEFT_ALGO_AUTO &&
+                          op->bytes >= nccl_min_bytes);
+        const weft__nccl_backend_t *nb = weft__nccl_backend();
+        if (want_nccl && cs->nccl != NULL && nb->supports(op->dtype, op->rop)) {
+            path = PATH_NCCL;
+            op->algo = WEFT_ALGO_NCCL;
+            op->impl = &weft__allreduce_nccl_impl;
+            op->finish = NULL; /* NCCL averages itself (ncclAvg) */
+        } else {
+            if (op->algo == WEFT_ALGO_NCCL) {
+                if (atomic_load_explicit(&c->force_algo[WEFT_COLL_ALLREDUCE],
+                                         memory_order_relaxed) == WEFT_ALGO_NCCL) {
+                    WEFT__ERROR("allreduce: NCCL forced on comm %d but not available", c->id);
+                    return WEFT_ERR_UNSUPPORTED;
+                }
+                host_algo_for_nccl(op);
+            }
+            path = PATH_STAGED;
+        }
+    } else if (op->algo == WEFT_ALGO_NCCL) {
+        host_algo_for_nccl(op);
+    }
+
+    weft_status_t st = WEFT_SUCCESS;
+    weft__stream_op_t *so = calloc(1, sizeof *so);
+    if (so == NULL) return WEFT_ERR_NO_MEMORY;
+    atomic_init(&so->refs, 1); /* the op's */
+    atomic_init(&so->owner, OWNER_CALLER);
+    so->path = path;
+    so->s = s;
+    so->dev = dev;
+    so->bytes = op->bytes;
+    so->nccl = cs->nccl;
+    WEFT__CHECK_GOTO(dev->flag_alloc(dev, &so->done), st, fail);
+    if (path == PATH_NCCL) {
+        WEFT__CHECK_GOTO(dev->flag_alloc(dev, &so->kernel), st, fail);
+    } else {
+        WEFT__CHECK_GOTO(dev->flag_alloc(dev, &so->start), st, fail);
+        op->ready = stream_ready;
+    }
+    if (path == PATH_STAGED) {
+        WEFT__CHECK_GOTO(dev->host_alloc(&so->staging, op->bytes), st, fail);
+        so->user_sendbuf = op->sendbuf;
+        so->user_recvbuf = op->recvbuf;
+        op->sendbuf = so->staging; /* the engine reduces in place on the staging copy */
+        op->recvbuf = so->staging;
+    }
+    op->sop = so;
+    return WEFT_SUCCESS;
+
+fail:
+    op->ready = NULL;
+    sop_unref(so);
+    return st;
+}
+
+/* Caller thread: the steps that make the stream wait for the op. Once. */
+static weft_status_t enqueue_stream_wait(weft__op_t *op)
+{
+    weft__stream_op_t *so = op->sop;
+    if (so->waited) return WEFT_SUCCESS;
+    so->waited = 1;
+    if (so->path == PATH_NCCL) return WEFT_SUCCESS; /* the stream already follows the kernel */
+    struct weft_stream *s = so->s;
+    const weft__device_t *dev = s->dev;
+    weft_status_t st;
+    WEFT__CHECK_GOTO(dev->wait(s, so->done), st, fail);
+    WEFT__CHECK_GOTO(dev->launch_host(s, sop_status_fn, so, 1), st, fail);
+    if (so->path == PATH_STAGED)
+        WEFT__CHECK_GOTO(dev->copy(s, so->user_recvbuf, so->staging, so->bytes), st, fail);
+    atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
+    st = dev->launch_host(s, sop_unref_fn, so, 1);
+    if (st != WEFT_SUCCESS) {
+        atomic_fetch_sub_explicit(&so->refs, 1, memory_order_relaxed);
+        goto fail;
+    }
+    return WEFT_SUCCESS;
+
+fail:
+    WEFT__ERROR("stream: cannot make the stream wait for %s on comm %d: %s",
+                weft__opkind_name(op->kind), op->comm->id, weft_strerror(st));
+    weft__stream_set_error(s, st);
+    return st;
+}
+
+/* Caller thread (weft__issue), after the comm check, before submission. */
+weft_status_t weft__stream_issue(weft__op_t *op, int blocking)
+{
+    weft__stream_op_t *so = op->sop;
+    struct weft_stream *s = so->s;
+    const weft__device_t *dev = s->dev;
+    weft_status_t st = WEFT_SUCCESS;
+
+    if (so->path == PATH_NCCL) {
+        WEFT__CHECK(weft__nccl_backend()->allreduce(so->nccl, op->sendbuf, op->recvbuf, op->count,
+                                                    op->dtype, op->rop, s));
+        WEFT__CHECK(dev->record(s, so->kernel));
+    } else {
+        if (so->path == PATH_STAGED)
+            WEFT__CHECK(dev->copy(s, so->staging, so->user_sendbuf, so->bytes));
+        WEFT__CHECK(dev->record(s, so->start));
+    }
+    /* The record step's reference: dropped after the stream passed it. */
+    atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
+    st = dev->launch_host(s, sop_unref_fn, so, 1);
+    if (st != WEFT_SUCCESS) {
+        atomic_fetch_sub_explicit(&so->refs, 1, memory_order_relaxed);
+        return st;
+    }
+    if (blocking) {
+        WEFT__CHECK(enqueue_stream_wait(op));
+        atomic_store_explicit(&so->owner, OWNER_STREAM, memory_order_relaxed);
+    }
+    return WEFT_SUCCESS;
+}
+
+/* Caller thread (weft_wait / weft_test). */
+int weft__stream_op_wait(weft__op_t *op)
+{
+    weft__stream_op_t *so = op->sop;
+    if (enqueue_stream_wait(op) != WEFT_SUCCESS) {
+        /* Could not hand it to the stream: wait on the host (the error is on
+         * the stream already). */
+        weft__op_wait_done(op);
+        return 0;
+    }
+    int expected = OWNER_CALLER;
+    /* acq_rel: on success the engine (which frees the op) sees our writes; on
+     * failure we see the engine's completion of the op. */
+    if (atomic_compare_exchange_strong_explicit(&so->owner, &expected, OWNER_STREAM,
+                                                memory_order_acq_rel, memory_order_acquire))
+        return 1;
+    /* Completed already: the engine is publishing `done`; wait for that so the
+     * caller may free the op. */
+    weft__op_wait_done(op);
+    return 0;
+}
+
+/* Engine side (weft__op_complete). */
+int weft__stream_op_complete(weft__op_t *op, weft_status_t status)
+{
+    weft__stream_op_t *so = op->sop;
+    so->status = status;
+    if (status < 0 && so->path == PATH_NCCL) weft__stream_set_error(so->s, status);
+    /* The flag's set is a release: status (and the result) are visible to the
+     * stream once it sees the flag. From here on the stream may finish and be
+     * destroyed: only so->dev (static) is used below. */
+    so->dev->flag_set(so->done);
+    int expected = OWNER_CALLER;
+    /* acq_rel: pairs with the caller's CAS in weft__stream_op_wait. */
+    if (atomic_compare_exchange_strong_explicit(&so->owner, &expected, OWNER_DONE,
+                                                memory_order_acq_rel, memory_order_acquire))
+        return 0;
+    /* The stream side owns it: nobody else will look at the op. */
+    weft__op_free(op);
+    return 1;
+}
+
+/* Any thread (weft__op_free). */
+void weft__stream_op_release(weft__op_t *op)
+{
+    weft__stream_op_t *so = op->sop;
+    op->sop = NULL;
+    sop_unref(so);
+}
+
+/* ---- public: streams --------------------------------------------------------------- */
+weft_status_t weft_stream_create_host(weft_stream_t *stream)
+{
+    if (stream == NULL) return WEFT_ERR_INVALID_ARG;
+    struct weft_stream *s = calloc(1, sizeof *s);
+    if (s == NULL) return WEFT_ERR_NO_MEMORY;
+    s->dev = weft__device_host();
+    s->owned = 1;
+    atomic_init(&s->error, 0);
+    weft_status_t st = s->dev->stream_create(s);
+    if (st != WEFT_SUCCESS) {
+        free(s);
+        return st;
+    }
+    *stream = s;
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t check_stream(weft_stream_t s)
+{
+    if (s == NULL || s->dev == NULL || s->impl == NULL) return WEFT_ERR_INVALID_ARG;
+    return WEFT_SUCCESS;
+}
+
+weft_status_t weft_stream_enqueue(weft_stream_t stream, weft_stream_fn_t fn, void *arg)
+{
+    WEFT__CHECK(check_stream(stream));
+    if (fn == NULL) return WEFT_ERR_INVALID_ARG;
+    return stream->dev->launch_host(stream, fn, arg, 0);
+}
+
+weft_status_t weft_stream_synchronize(weft_stream_t stream)
+{
+    WEFT__CHECK(check_stream(stream));
+    WEFT__CHECK(stream->dev->stream_synchronize(stream));
+    return (weft_status_t)atomic_exchange_explicit(&stream->error, 0, memory_order_relaxed);
+}
+
+weft_status_t weft_stream_query(weft_stream_t stream)
+{
+    WEFT__CHECK(check_stream(stream));
+    weft_status_t err = (weft_status_t)atomic_load_explicit(&stream->error, memory_order_relaxed);
+    if (err < 0) return err;
+    return stream->dev->stream_query(stream);
+}
+
+weft_status_t weft_stream_destroy(weft_stream_t stream)
+{
+    WEFT__CHECK(check_stream(stream));
+    weft_status_t st = stream->dev->stream_synchronize(stream);
+    stream->dev->stream_destroy(stream);
+    weft_status_t err = (weft_status_t)atomic_load_explicit(&stream->error, memory_order_relaxed);
+    free(stream);
+    return st < 0 ? st : err;
+}
+
+/* ---- public: CUDA streams (weft_cuda.h; the type is forward-declared here so
+ * lib/ needs no CUDA header: cudaStream_t is `struct CUstream_st *`) ----------- */
+struct CUstream_st;
+
+WEFT_EXPORT int weft_cuda_available(void);
+int weft_cuda_available(void) { return weft__device_cuda() != NULL; }
+
+WEFT_EXPORT weft_status_t weft_stream_wrap_cuda(struct CUstream_st *cuda_stream, weft_stream_t *stream);
+weft_status_t weft_stream_wrap_cuda(struct CUstream_st *cuda_stream, weft_stream_t *stream)
+{
+    if (stream == NULL) return WEFT_ERR_INVALID_ARG;
+    const weft__device_t *dev = weft__device_cuda();
+    if (dev == NULL) {
+        WEFT__ERROR("weft_stream_wrap_cuda: no usable CUDA device/driver, or built without CUDA");
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    struct weft_stream *s = calloc(1, sizeof *s);
+    if (s == NULL) return WEFT_ERR_NO_MEMORY;
+    s->dev = dev;
+    atomic_init(&s->error, 0);
+    weft_status_t st = dev->stream_wrap(s, (void *)cuda_stream);
+    if (st != WEFT_SUCCESS) {
+        free(s);
+        return st;
+    }
+    *stream = s;
+    return WEFT_SUCCESS;
+}
+
+WEFT_EXPORT weft_status_t weft_stream_create_cuda(weft_stream_t *stream);
+weft_status_t weft_stream_create_cuda(weft_stream_t *stream)
+{
+    if (stream == NULL) return WEFT_ERR_INVALID_ARG;
+    const weft__device_t *dev = weft__device_cuda();
+    if (dev == NULL) {
+        WEFT__ERROR("weft_stream_create_cuda: no usable CUDA device/driver, or built without CUDA");
+        return WEFT_ERR_UNSUPPORTED;
+    }
+    struct weft_stream *s = calloc(1, sizeof *s);
+    if (s == NULL) return WEFT_ERR_NO_MEMORY;
+    s->dev = dev;
+    s->owned = 1;
+    atomic_init(&s->error, 0);
+    weft_status_t st = dev->stream_create(s);
+    if (st != WEFT_SUCCESS) {
+        free(s);
+        return st;
+    }
+    *stream = s;
+    return WEFT_SUCCESS;
+}
+
+WEFT_EXPORT weft_status_t weft_stream_get_cuda(weft_stream_t stream, struct CUstream_st **cuda_stream);
+weft_status_t weft_stream_get_cuda(weft_stream_t stream, struct CUstream_st **cuda_stream)
+{
+    WEFT__CHECK(check_stream(stream));
+    if (cuda_stream == NULL || stream->dev == weft__device_host()) return WEFT_ERR_INVALID_ARG;
+    *cuda_stream = (struct CUstream_st *)stream->handle;
+    return WEFT_SUCCESS;
+}

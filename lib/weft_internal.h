@@ -1,0 +1,455 @@
+/*
+ * weft_internal.h - private types shared by lib/, lib/coll/, progress/ and
+ * backends/. Never installed, never included by Loom or by users.
+ *
+ * Names: internal functions are weft__*, file-local ones are static.
+ */
+#ifndef WEFT_INTERNAL_H
+#define WEFT_INTERNAL_H
+
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weft.h"
+#include "weft_mpi.h"
+#include "log.h"
+
+#define WEFT__UNUSED(x) ((void)(x))
+#define WEFT__LIKELY(x) __builtin_expect(!!(x), 1)
+#define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- configuration (read once in weft_init; see lib/config.c) --------- */
+typedef struct weft__config {
+    weft_algo_t force_algo[WEFT_COLL_COUNT]; /* WEFT_<COLL>_ALGO, AUTO if unset */
+    char tuning_file[1024];                  /* WEFT_TUNING_FILE */
+    double timeout_s;                        /* WEFT_TIMEOUT, 0 = no watchdog */
+    int log_level;                           /* WEFT_LOG_LEVEL */
+    char profile_path[1024];                 /* WEFT_PROFILE */
+    char trace_path[1024];                   /* WEFT_TRACE */
+    char transport[16];                      /* WEFT_TRANSPORT: auto|mpi|ucx */
+    size_t ring_chunk;                       /* WEFT_RING_CHUNK bytes */
+    int spin;                                /* WEFT_SPIN: empty polls before yielding */
+    int max_sleep_us;                        /* WEFT_MAX_SLEEP_US: engine backoff cap */
+    int measure;                             /* WEFT_MEASURE: measure alpha/beta at comm create */
+} weft__config_t;
+
+extern weft__config_t weft__cfg;
+
+/** Read the environment into weft__cfg. weft_init only. */
+weft_status_t weft__config_load(void);
+
+/* One row of the documented variable table (also printed by weft-info). */
+typedef struct weft__config_var {
+    const char *name;
+    const char *default_value;
+    const char *doc;
+} weft__config_var_t;
+/** The table of every WEFT_* variable; NULL-name terminated. Any thread. */
+const weft__config_var_t *weft__config_vars(void);
+
+/* ---- datatypes and reductions (lib/datatype.c, lib/reduce.c) ----------- */
+size_t weft__dtype_size(weft_datatype_t dtype);
+/** WEFT_SUCCESS if op is defined on dtype (bitwise ops on integers only). */
+weft_status_t weft__check_dtype_op(weft_datatype_t dtype, weft_op_t op);
+/**
+ * inout[i] = inout[i] OP in[i], i < count. AVG reduces as SUM (the caller
+ * divides once at the end with weft__scale_avg). float16/bfloat16 reduce in
+ * float32. Deterministic; symmetric in its two operands (a OP b == b OP a,
+ * bit for bit), which keeps every rank's result identical. Any thread.
+ */
+void weft__reduce(void *inout, const void *in, size_t count, weft_datatype_t dtype, weft_op_t op);
+/** MPI's datatype / op for ours; MPI_DATATYPE_NULL / MPI_OP_NULL where MPI has
+ * none (float16, bfloat16). AVG maps to MPI_SUM. Any thread. */
+MPI_Datatype weft__dtype_mpi(weft_datatype_t dtype);
+MPI_Op weft__op_mpi(weft_op_t op);
+/** out[i] = a[i] OP b[i] (out may alias a or b). */
+void weft__reduce3(void *out, const void *a, const void *b, size_t count, weft_datatype_t dtype,
+                   weft_op_t op);
+/** buf[i] /= n for AVG (integers: truncating division). */
+void weft__scale_avg(void *buf, size_t count, weft_datatype_t dtype, int n);
+
+/* ---- transport (backends/mpi, backends/ucx) ---------------------------- */
+struct weft__comm;
+
+/** One point-to-point transfer in flight. Zero-initialised = inactive. */
+typedef struct weft__xfer {
+    union {
+        MPI_Request mpi;
+        void *ptr;
+    } h;
+    int active; /* posted and not yet seen complete */
+} weft__xfer_t;
+
+/**
+ * A transport moves bytes between ranks of a communicator with tagged,
+ * nonblocking send/recv. Tags are 32-bit; messages with the same (peer, tag)
+ * match in posting order. Thread: engine side only (the engine thread, or a
+ * caller that holds the progress lock), except comm_open/comm_close which run
+ * in weft_comm_create/destroy on the caller (collective over the comm).
+ */
+typedef struct weft__transport {
+    const char *name;
+    weft_status_t (*comm_open)(struct weft__comm *comm);
+    void (*comm_close)(struct weft__comm *comm);
+    weft_status_t (*isend)(struct weft__comm *comm, const void *buf, size_t bytes, int peer,
+                           uint32_t tag, weft__xfer_t *x);
+    weft_status_t (*irecv)(struct weft__comm *comm, void *buf, size_t bytes, int peer,
+                           uint32_t tag, weft__xfer_t *x);
+    /** Test n transfers; sets *done = 1 when every active one completed
+     * (completed ones get active = 0). Returns an error if one failed. */
+    weft_status_t (*testall)(struct weft__comm *comm, weft__xfer_t *x, int n, int *done);
+    /** Abandon an active transfer (timeout / error path). */
+    void (*cancel)(struct weft__comm *comm, weft__xfer_t *x);
+    /** Drive the transport once (NULL if it progresses inside testall). */
+    int (*progress)(void);
+} weft__transport_t;
+
+/* Transport tags: collectives use the low WEFT__COLL_TAG_BITS of their issue
+ * sequence number; point-to-point maps the user's tag above that range. */
+#define WEFT__COLL_TAG_BITS 27
+#define WEFT__COLL_TAG_MASK ((1u << WEFT__COLL_TAG_BITS) - 1u)
+
+extern const weft__transport_t weft__transport_mpi;
+/** The transport for a new communicator (WEFT_TRANSPORT). NULL with *st set
+ * when the one asked for is unavailable. Caller thread (comm creation). */
+const weft__transport_t *weft__transport_choose(weft_status_t *st);
+/** Tear down process-wide UCX state (weft_finalize; no-op without UCX). */
+void weft__transport_ucx_shutdown(void);
+/** NULL when the UCX backend is not built. */
+const weft__transport_t *weft__transport_ucx(void);
+/**
+ * The transport for a new communicator from WEFT_TRANSPORT (weft__cfg.transport:
+ * auto|mpi|ucx; backends/transport_select.c). NULL with *st set (and logged)
+ * when the asked-for transport is not built or the value is unknown. Any thread.
+ */
+const weft__transport_t *weft__transport_choose(weft_status_t *st);
+/** Destroy the UCX worker and context (no-op without UCX or if never started).
+ * weft_finalize only, after every communicator was closed and the engine stopped. */
+void weft__transport_ucx_shutdown(void);
+
+/** Cost-model parameters: seconds per message, per byte moved, per byte reduced. */
+typedef struct weft__cost {
+    double alpha, beta, gamma;
+} weft__cost_t;
+
+/* ---- communicators ------------------------------------------------------ */
+typedef struct weft__comm {
+    MPI_Comm mpi;             /* duplicate, MPI_ERRORS_RETURN */
+    int rank, size;
+    int pof2;                 /* largest power of two <= size */
+    weft_stream_t stream;
+    const weft__transport_t *tp;
+    void *tp_state;           /* owned by the transport */
+    _Atomic uint32_t seq;     /* next operation tag (issue order) */
+    _Atomic int inflight;     /* issued, not yet completed */
+    _Atomic int error;        /* sticky weft_status_t, 0 if none */
+    _Atomic int force_algo[WEFT_COLL_COUNT];
+    int oversubscribed;       /* more ranks on this node than cores */
+    int node_local;           /* all ranks share one node */
+    int id;                   /* small id for logs and traces */
+    weft__cost_t cost;        /* alpha/beta/gamma agreed by all ranks */
+    int engine_blocked;       /* engine-private: an earlier op on it waits to start */
+    void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
+    struct weft__comm *next_live; /* list of live comms (finalize frees leftovers) */
+} weft__comm_t;
+
+struct weft_comm { weft__comm_t c; };
+
+static inline weft__comm_t *weft__comm(weft_comm_t comm) { return (weft__comm_t *)comm; }
+
+/* ---- operations ----------------------------------------------------------- */
+/* What kind of operation (for profiles, traces, logs). */
+typedef enum weft__opkind {
+    WEFT__OP_ALLREDUCE = WEFT_COLL_ALLREDUCE,
+    WEFT__OP_REDUCE_SCATTER = WEFT_COLL_REDUCE_SCATTER,
+    WEFT__OP_ALLGATHER = WEFT_COLL_ALLGATHER,
+    WEFT__OP_BCAST = WEFT_COLL_BCAST,
+    WEFT__OP_REDUCE = WEFT_COLL_REDUCE,
+    WEFT__OP_ALLTOALL = WEFT_COLL_ALLTOALL,
+    WEFT__OP_GATHER = WEFT_COLL_GATHER,
+    WEFT__OP_SCATTER = WEFT_COLL_SCATTER,
+    WEFT__OP_BARRIER = WEFT_COLL_BARRIER,
+    WEFT__OP_SEND = WEFT_COLL_COUNT,
+    WEFT__OP_RECV,
+    WEFT__OP_HALO,
+    WEFT__OP_STREAM, /* a stream-side step (copy, flag) run by the engine */
+    WEFT__OP_KIND_COUNT
+} weft__opkind_t;
+
+const char *weft__opkind_name(weft__opkind_t k);
+
+typedef struct weft__op weft__op_t;
+
+/**
+ * An algorithm: a nonblocking state machine. start() is called once, step()
+ * until it returns something other than WEFT_INPROGRESS; both run on the
+ * engine side (engine thread or a caller holding the progress lock), never
+ * block, and may return WEFT_SUCCESS at once. cleanup() frees what start()
+ * allocated; it runs exactly once after the op finished, failed or timed out
+ * (after the engine cancelled its active transfers).
+ */
+typedef struct weft__algo_impl {
+    weft_algo_t id;
+    weft__opkind_t kind;
+    /** Predicted seconds for p ranks and n bytes (per-rank vector as the
+     * user passes it). NULL: never chosen by the model (explicit only). */
+    double (*cost)(int p, size_t n, const weft__cost_t *c);
+    /** May this algorithm serve (dtype, op)? NULL: every valid pair. */
+    bool (*supports)(weft_datatype_t dtype, weft_op_t op);
+    weft_status_t (*start)(weft__op_t *op);
+    weft_status_t (*step)(weft__op_t *op);
+    void (*cleanup)(weft__op_t *op);
+} weft__algo_impl_t;
+
+#define WEFT__MAX_XFER 64
+#define WEFT__PRIV_BYTES 512
+
+struct weft__op {
+    /* -- set when issued (caller thread), read-only afterwards -- */
+    weft__opkind_t kind;
+    weft__comm_t *comm;
+    const weft__algo_impl_t *impl;
+    weft_algo_t algo;
+    const void *sendbuf;     /* already resolved: == recvbuf for in place */
+    void *recvbuf;
+    size_t count;            /* elements (per-rank block for gather-like ops) */
+    size_t bytes;            /* count * element size */
+    weft_datatype_t dtype;
+    weft_op_t rop;           /* the user's op (algorithms reduce AVG as SUM) */
+    int root;                /* root or peer rank */
+    int user_tag;            /* point-to-point tag */
+    uint32_t tag;            /* transport tag, unique per op on its comm */
+    void *arg;               /* op-specific extra arguments (halo plan, ...) */
+    /** Optional: may the op start? (stream ordering). NULL = yes. */
+    bool (*ready)(weft__op_t *op);
+    /** Optional: runs once on the engine side after success, before completion. */
+    weft_status_t (*finish)(weft__op_t *op);
+    /** lib/stream.c: stream-side state of an op on a stream-bound comm (NULL otherwise). */
+    struct weft__stream_op *sop;
+
+    /* -- engine side state -- */
+    int started;
+    int phase, stepno;       /* free for the algorithm */
+    weft__xfer_t xfer[WEFT__MAX_XFER];
+    int nxfer;               /* transfers posted in the current step */
+    void *tmp;               /* scratch owned by the algorithm (freed in cleanup) */
+    size_t tmp_bytes;
+    double t_issue, t_start; /* weft__now() */
+    weft__op_t *next;        /* engine lists / submission queue */
+    _Alignas(16) unsigned char priv[WEFT__PRIV_BYTES]; /* algorithm-private state */
+
+    /* -- completion (see lib/request.c) -- */
+    _Atomic uint32_t done;   /* futex word: 0 running, 1 complete */
+    weft_status_t status;    /* written before done = 1 (release) */
+    int detached;            /* no request handle: freed by the engine */
+};
+
+/** Allocate and fill the common fields of an op (caller thread). */
+weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t **out);
+void weft__op_free(weft__op_t *op);
+
+/**
+ * Issue an op: assigns its tag (issue order), queues it to the engine. With
+ * req != NULL returns at once with a request handle; with req == NULL waits
+ * for it (the caller helps progress) and returns its status. The op is owned
+ * by Weft from here on, also on error. Any thread.
+ */
+weft_status_t weft__issue(weft__op_t *op, weft_request_t *req);
+
+/* Algorithm helpers for lib/coll (engine side). Each posts into op->xfer[op->nxfer++]. */
+weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer);
+weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer);
+/**
+ * WEFT_SUCCESS when every transfer of the current step completed (nxfer is
+ * then reset to 0), WEFT_INPROGRESS if some are still running, or an error.
+ */
+weft_status_t weft__coll_test(weft__op_t *op);
+
+/* ---- engine (progress/) ----------------------------------------------------- */
+/** Start the engine thread if not running. Any thread. */
+weft_status_t weft__engine_start(void);
+/** Stop and join it after the in-flight ops finish (bounded). weft_finalize only. */
+weft_status_t weft__engine_stop(double timeout_s);
+/** Queue an op (lock-free, any thread) and wake the engine unless nowake. */
+void weft__engine_submit(weft__op_t *op, bool nowake);
+/**
+ * Try to run one progress pass on the caller thread (try-lock): returns the
+ * amount of work done, or -1 if another thread is progressing. Any thread.
+ */
+int weft__engine_try_progress(void);
+/** Back off after `idle` consecutive empty polls: spin, yield, then sleep
+ * (capped by WEFT_MAX_SLEEP_US). Any thread. */
+void weft__engine_backoff(unsigned idle);
+/** Make sure the engine thread is awake (before a caller sleeps). Any thread. */
+void weft__engine_wake(void);
+/** Number of ops issued and not yet completed, process-wide. */
+int weft__engine_inflight(void);
+
+/* ---- requests (lib/request.c) ---------------------------------------------- */
+weft_status_t weft__request_new(weft__op_t *op, weft_request_t *req);
+/** Drop every request slot (weft_finalize, engine stopped). */
+void weft__request_fini(void);
+/** Mark op complete with status (engine side): release store + futex wake. */
+void weft__op_complete(weft__op_t *op, weft_status_t status);
+/** Wait until op->done, helping progress with backoff. Any thread. */
+void weft__op_wait_done(weft__op_t *op);
+
+/* ---- selection (lib/select.c) ----------------------------------------------- */
+/** Pick the algorithm for a call (forced > environment > tuning table > cost model). */
+weft_algo_t weft__select(weft__comm_t *comm, weft_coll_t coll, size_t bytes, weft_datatype_t dtype);
+/** Implementation of (coll, algo) or NULL if that algorithm does not serve coll
+ * (lib/coll/algos.c holds the registry). Any thread. */
+const weft__algo_impl_t *weft__algo_impl(weft_coll_t coll, weft_algo_t algo);
+/** The algorithms that serve coll, in registry order; *n gets their number
+ * (NULL-terminated array; NULL and *n = 0 for an unknown coll). Any thread. */
+const weft__algo_impl_t *const *weft__algo_list(weft_coll_t coll, int *n);
+/** The cost model's choice for (coll, p, bytes); *best_cost its predicted time. */
+weft_algo_t weft__select_model(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dtype,
+                               const weft__cost_t *cost, double *best_cost);
+/** Parse a tuning file into the process-wide rules (format: doc/tuning.md). */
+weft_status_t weft__tuning_parse(const char *path);
+/** "allreduce", ... */
+const char *weft__coll_name(weft_coll_t coll);
+/** Load the tuning file if WEFT_TUNING_FILE is set (weft_init). */
+weft_status_t weft__select_load(void);
+/** Measure/agree on alpha, beta, gamma for this comm's selection (collective). */
+weft_status_t weft__select_init(weft__comm_t *comm);
+
+/* ---- observability (lib/profile.c, lib/trace.c) ----------------------------- */
+/** Open the profile/trace sinks asked for (weft_init) and write them (weft_finalize). */
+weft_status_t weft__obs_init(void);
+void weft__obs_fini(void);
+
+/*
+ * Observability hooks. weft__obs_on is a bit set (WEFT__OBS_PROFILE,
+ * WEFT__OBS_TRACE), 0 when both are off; every hook site is guarded by one
+ * predictable branch, WEFT__OBS_ON(), so the cost when off is one relaxed load
+ * and a not-taken branch. Building with -DWEFT_OBS_DISABLE compiles the hook
+ * sites out (used to measure that cost; doc/observability.md).
+ */
+#define WEFT__OBS_PROFILE 1
+#define WEFT__OBS_TRACE 2
+extern _Atomic int weft__obs_on;
+#ifdef WEFT_OBS_DISABLE
+#define WEFT__OBS_ON() 0
+#else
+#define WEFT__OBS_ON() \
+    WEFT__UNLIKELY(atomic_load_explicit(&weft__obs_on, memory_order_relaxed) != 0)
+#endif
+/** Op issued (op->t_issue set, before submission). Caller thread. */
+void weft__obs_issue(weft__op_t *op);
+/** Op started (after impl->start returned st). Engine side (progress lock held). */
+void weft__obs_start(weft__op_t *op, weft_status_t st);
+/** Run impl->step(op) and record a step event when it advanced. Engine side. */
+weft_status_t weft__obs_step(weft__op_t *op);
+/** Op finished with st (before weft__op_complete). Engine side. */
+void weft__obs_done(weft__op_t *op, weft_status_t st);
+/** weft__op_wait_done(op), timing how long the caller was blocked. Any thread. */
+void weft__obs_wait_done(weft__op_t *op);
+/** A stream-side wait on comm c from t0 to t1 (weft__now() seconds); `what`
+ * is a constant string. For lib/stream.c and the device layer. Any thread. */
+void weft__obs_stream_wait(const weft__comm_t *c, const char *what, double t0, double t1);
+/* Internal split of lib/obs.c: profile (lib/profile.c) and trace (lib/trace.c). */
+weft_status_t weft__profile_init(void);
+void weft__profile_fini(void);
+void weft__profile_done(const weft__op_t *op, double t_end);
+void weft__profile_wait(const weft__op_t *op, double waited);
+weft_status_t weft__trace_init(void);
+void weft__trace_fini(void);
+void weft__trace_issue(const weft__op_t *op);
+void weft__trace_start(const weft__op_t *op, weft_status_t st);
+void weft__trace_step(const weft__op_t *op, int phase, int stepno, double t_end);
+void weft__trace_done(const weft__op_t *op, weft_status_t st, double t_end);
+void weft__trace_span(const weft__comm_t *c, const char *cat, const char *what, double t0,
+                      double t1);
+
+/* ---- streams (lib/stream.c): bind a comm to its stream at creation ------- */
+weft_status_t weft__stream_comm_attach(weft__comm_t *comm);
+void weft__stream_comm_detach(weft__comm_t *comm);
+
+/** Set op->ready / stream hooks for an op on a stream-bound comm (no-op otherwise).
+ * On error the op is untouched (the caller frees it). Caller thread, before weft__issue. */
+weft_status_t weft__stream_prepare(weft__op_t *op);
+/** weft__issue, for an op with op->sop, after its tag is assigned and before it
+ * is submitted: records the start flag on the stream (or launches the device
+ * collective); blocking = 1 also makes the stream wait for the op and hands the
+ * op to the stream side (freed when it completes). Caller thread. */
+weft_status_t weft__stream_issue(weft__op_t *op, int blocking);
+/** weft_wait/weft_test on an op with op->sop: make the stream wait for it.
+ * Returns 1 if the op now belongs to the stream side (the caller must not free
+ * it), 0 if it already completed (the caller frees it as usual). Caller thread. */
+int weft__stream_op_wait(weft__op_t *op);
+/** weft__op_complete, before publishing: set the op's completion flag. Returns 1
+ * if the op belongs to the stream side and was freed here. Engine side. */
+int weft__stream_op_complete(weft__op_t *op, weft_status_t status);
+/** weft_query_algo: the algorithm for a stream-bound comm (NCCL for device
+ * buffers on a CUDA stream; NCCL on host buffers mapped to a host algorithm),
+ * given the host selection host_choice. Any thread. */
+weft_algo_t weft__stream_query_algo(weft__comm_t *c, weft_coll_t coll, size_t bytes,
+                                    weft_datatype_t dtype, weft_algo_t host_choice);
+/** weft__op_free: drop the op's reference to its stream state. Any thread. */
+void weft__stream_op_release(weft__op_t *op);
+
+/** Validate buffers and size: WEFT_ERR_DATATYPE, _COUNT_OVERFLOW, _INVALID_ARG
+ * (NULL buffer with count > 0); *bytes = count * element size. Any thread. */
+weft_status_t weft__check_buffers(const void *sendbuf, const void *recvbuf, size_t count,
+                                  weft_datatype_t dtype, size_t *bytes);
+
+/** Free communicators the user did not destroy (weft_finalize). */
+void weft__comm_free_all(void);
+
+/* ---- global state (lib/init.c) --------------------------------------------- */
+typedef struct weft__global {
+    _Atomic int initialized;
+    int we_init_mpi;
+    int world_rank, world_size;
+    int ncores;
+    int tag_ub;
+    int oversubscribed;  /* more ranks on this node than cores */
+} weft__global_t;
+extern weft__global_t weft__g;
+
+static inline bool weft__is_init(void)
+{
+    return atomic_load_explicit(&weft__g.initialized, memory_order_acquire) != 0;
+}
+
+/** Monotonic seconds. Any thread. */
+double weft__now(void);
+
+/* ---- check macros (log once where found, then propagate) ------------------ */
+weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int line);
+
+#define WEFT__MPI_CHECK(call)                                                   \
+    do {                                                                       \
+        int weft__rc = (call);                                                 \
+        if (WEFT__UNLIKELY(weft__rc != MPI_SUCCESS))                           \
+            return weft__mpi_error(weft__rc, #call, __FILE__, __LINE__);       \
+    } while (0)
+
+#define WEFT__MPI_CHECK_GOTO(call, st, label)                                   \
+    do {                                                                       \
+        int weft__rc = (call);                                                 \
+        if (WEFT__UNLIKELY(weft__rc != MPI_SUCCESS)) {                         \
+            (st) = weft__mpi_error(weft__rc, #call, __FILE__, __LINE__);       \
+            goto label;                                                        \
+        }                                                                      \
+    } while (0)
+
+#define WEFT__CHECK(expr)                                                       \
+    do {                                                                       \
+        weft_status_t weft__st = (expr);                                       \
+        if (WEFT__UNLIKELY(weft__st < 0)) return weft__st;                     \
+    } while (0)
+
+#define WEFT__CHECK_GOTO(expr, st, label)                                       \
+    do {                                                                       \
+        (st) = (expr);                                                         \
+        if (WEFT__UNLIKELY((st) < 0)) goto label;                              \
+    } while (0)
+
+#endif /* WEFT_INTERNAL_H */

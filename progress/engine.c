@@ -1,0 +1,330 @@
+/*
+ * engine.c - the progress engine: one background thread per process drives
+ * every operation in flight.
+ *
+ * Shape:
+ *  - Submission: a lock-free multi-producer stack (one CAS per push); the
+ *    consumer detaches the whole stack at once and reverses it, so ops keep
+ *    their issue order.
+ *  - Progress pass (weft__engine_try_progress): run by whoever holds the
+ *    progress lock (a try-lock): the engine thread, or a caller waiting in
+ *    weft_wait, which avoids a thread hand-off for small messages. A pass
+ *    drains the submission stack into the active list (issue order), starts
+ *    ops (per communicator strictly in issue order, and only when ready(),
+ *    e.g. the stream work before them is done), steps started ops, completes
+ *    finished ones and runs the hang watchdog. It is never re-entered.
+ *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield, then sleep
+ *    with a growing interval capped at WEFT_MAX_SLEEP_US while work is in
+ *    flight; on a futex when idle. Oversubscribed nodes (more ranks than
+ *    cores) skip most of the spinning so a sleeping rank's core goes to a
+ *    rank that can progress.
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "weft_internal.h"
+
+/* ---- futex helpers -------------------------------------------------------- */
+static void futex_wait(_Atomic uint32_t *addr, uint32_t expected, long timeout_ns)
+{
+    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, timeout_ns > 0 ? &ts : NULL,
+            NULL, 0);
+}
+
+static void futex_wake_all(_Atomic uint32_t *addr)
+{
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* ---- state ------------------------------------------------------------------ */
+static struct {
+    _Atomic(weft__op_t *) submit_top;   /* multi-producer stack */
+    atomic_flag lock;                   /* the progress lock */
+    _Atomic uint32_t wake;              /* futex word the idle engine sleeps on */
+    _Atomic int sleeping;               /* engine is (about to be) asleep */
+    _Atomic int stop;
+    _Atomic int running;
+    _Atomic int inflight;               /* issued and not completed */
+    _Atomic int finalize_fail;          /* fail every op with WEFT_ERR_FINALIZING */
+    pthread_t thread;
+    pthread_mutex_t start_mutex;
+    /* engine side (under the progress lock) */
+    weft__op_t *active_head, *active_tail;
+    uint64_t pass;
+    double next_watchdog;
+} E = {.lock = ATOMIC_FLAG_INIT, .start_mutex = PTHREAD_MUTEX_INITIALIZER};
+
+int weft__engine_inflight(void) { return atomic_load_explicit(&E.inflight, memory_order_acquire); }
+
+/* ---- submission (any thread) --------------------------------------------------- */
+void weft__engine_submit(weft__op_t *op, bool nowake)
+{
+    atomic_fetch_add_explicit(&E.inflight, 1, memory_order_relaxed);
+    weft__op_t *top = atomic_load_explicit(&E.submit_top, memory_order_relaxed);
+    do {
+        op->next = top;
+        /* release: the op's fields are visible to the consumer that pops it. */
+    } while (!atomic_compare_exchange_weak_explicit(&E.submit_top, &top, op, memory_order_release,
+                                                    memory_order_relaxed));
+    if (!nowake) weft__engine_wake();
+}
+
+void weft__engine_wake(void)
+{
+    /* seq_cst pairs with the engine's store to `sleeping` followed by its check
+     * of the submission stack (Dekker): one of the two sees the other. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&E.sleeping, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&E.wake, 1, memory_order_release);
+        futex_wake_all(&E.wake);
+    }
+}
+
+/* ---- engine-side helpers (progress lock held) ---------------------------------- */
+static void drain_submissions(void)
+{
+    /* acquire: pairs with the release CAS in weft__engine_submit. */
+    weft__op_t *list = atomic_exchange_explicit(&E.submit_top, NULL, memory_order_acquire);
+    weft__op_t *rev = NULL;
+    while (list) { /* the stack is newest-first: reverse to issue order */
+        weft__op_t *n = list->next;
+        list->next = rev;
+        rev = list;
+        list = n;
+    }
+    while (rev) {
+        weft__op_t *n = rev->next;
+        rev->next = NULL;
+        if (E.active_tail) E.active_tail->next = rev;
+        else E.active_head = rev;
+        E.active_tail = rev;
+        rev = n;
+    }
+}
+
+static void cancel_xfers(weft__op_t *op)
+{
+    for (int i = 0; i < op->nxfer; i++)
+        if (op->xfer[i].active) op->comm->tp->cancel(op->comm, &op->xfer[i]);
+    op->nxfer = 0;
+}
+
+/* Finish an op: cleanup, finish hook, publish. Engine side. */
+static void finish_op(weft__op_t *op, weft_status_t st)
+{
+    if (st < 0) {
+        cancel_xfers(op);
+        /* Sticky: later ops on this communicator fail fast. */
+        int zero = 0;
+        atomic_compare_exchange_strong_explicit(&op->comm->error, &zero, (int)st,
+                                                memory_order_relaxed, memory_order_relaxed);
+    }
+    if (op->started && op->impl && op->impl->cleanup) op->impl->cleanup(op);
+    if (st == WEFT_SUCCESS && op->finish) st = op->finish(op);
+    if (WEFT__OBS_ON()) weft__obs_done(op, st); /* profile + trace, before op may be freed */
+    atomic_fetch_sub_explicit(&op->comm->inflight, 1, memory_order_release);
+    atomic_fetch_sub_explicit(&E.inflight, 1, memory_order_release);
+    weft__op_complete(op, st);
+}
+
+static void report_stuck(weft__op_t *op, double now, const char *why)
+{
+    WEFT__ERROR("%s: %s on comm %d (rank %d of %d), tag %u, algorithm %s, phase %d step %d, "
+                "%d transfers pending, %.1f s since issue",
+                why, weft__opkind_name(op->kind), op->comm->id, op->comm->rank, op->comm->size,
+                op->tag, weft_algo_name(op->algo) ? weft_algo_name(op->algo) : "?", op->phase,
+                op->stepno, op->nxfer, now - op->t_issue);
+}
+
+/* One pass over the active list. Returns the number of ops that advanced. */
+static int progress_pass(void)
+{
+    int work = 0;
+    drain_submissions();
+    E.pass++;
+    const weft__transport_t *ucx = weft__transport_ucx();
+    if (ucx && ucx->progress) work += ucx->progress();
+
+    double now = 0;
+    bool watchdog = false;
+    bool fail_all = atomic_load_explicit(&E.finalize_fail, memory_order_acquire) != 0;
+    if (weft__cfg.timeout_s > 0 || fail_all) {
+        now = weft__now();
+        if (now >= E.next_watchdog || fail_all) {
+            watchdog = true;
+            E.next_watchdog = now + 0.05;
+        }
+    }
+
+    weft__op_t *prev = NULL, *op = E.active_head;
+    while (op) {
+        weft__op_t *next = op->next;
+        weft_status_t st = WEFT_INPROGRESS;
+        weft__comm_t *c = op->comm;
+
+        if (!op->started) {
+            if ((uint64_t)c->engine_blocked == (E.pass & 0x7fffffff) + 1) {
+                st = WEFT_INPROGRESS; /* an earlier op on this comm has not started */
+            } else if (op->ready && !op->ready(op)) {
+                c->engine_blocked = (int)((E.pass & 0x7fffffff) + 1);
+            } else {
+                op->started = 1;
+                op->t_start = weft__now();
+                st = op->impl->start(op);
+                if (WEFT__OBS_ON()) weft__obs_start(op, st);
+                work++;
+            }
+        }
+        if (op->started && st == WEFT_INPROGRESS) {
+            if (WEFT__OBS_ON()) st = weft__obs_step(op); /* times the step (trace) */
+            else st = op->impl->step(op);
+        }
+
+        if (st == WEFT_INPROGRESS && watchdog) {
+            if (fail_all) {
+                report_stuck(op, now, "weft_finalize: operation did not complete");
+                st = WEFT_ERR_FINALIZING;
+            } else if (now - op->t_issue > weft__cfg.timeout_s) {
+                report_stuck(op, now, "hang watchdog (WEFT_TIMEOUT)");
+                st = WEFT_ERR_TIMEOUT;
+            }
+        }
+        if (st != WEFT_INPROGRESS) {
+            /* unlink before publishing: the waiter may free op at once */
+            if (prev) prev->next = next;
+            else E.active_head = next;
+            if (E.active_tail == op) E.active_tail = prev;
+            op->next = NULL;
+            finish_op(op, st);
+            work++;
+        } else {
+            prev = op;
+        }
+        op = next;
+    }
+    return work;
+}
+
+int weft__engine_try_progress(void)
+{
+    /* acquire: the previous holder's writes to engine state are visible. */
+    if (atomic_flag_test_and_set_explicit(&E.lock, memory_order_acquire)) return -1;
+    int work = progress_pass();
+    /* release: publish engine state to the next holder. */
+    atomic_flag_clear_explicit(&E.lock, memory_order_release);
+    return work;
+}
+
+static int spin_limit(void)
+{
+    int s = weft__cfg.spin;
+    if (weft__g.oversubscribed && s > 16) s = 16;
+    return s;
+}
+
+/* Backoff after `idle` empty passes. Any thread. */
+void weft__engine_backoff(unsigned idle)
+{
+    unsigned spin = (unsigned)spin_limit();
+    if (idle < spin) {
+        cpu_relax();
+    } else if (idle < spin + 16 && !weft__g.oversubscribed) {
+        sched_yield();
+    } else {
+        unsigned k = idle - spin;
+        long us = k > 16 ? weft__cfg.max_sleep_us : (1L << (k / 2 > 10 ? 10 : k / 2));
+        if (us > weft__cfg.max_sleep_us) us = weft__cfg.max_sleep_us;
+        if (us < 1) us = 1;
+        struct timespec ts = {0, us * 1000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void *engine_main(void *arg)
+{
+    WEFT__UNUSED(arg);
+    unsigned idle = 0;
+    while (!atomic_load_explicit(&E.stop, memory_order_acquire)) {
+        int w = weft__engine_try_progress();
+        if (w > 0) {
+            idle = 0;
+            continue;
+        }
+        if (w == 0 && weft__engine_inflight() == 0) {
+            /* Idle: sleep until something is submitted. */
+            uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
+            atomic_store_explicit(&E.sleeping, 1, memory_order_seq_cst);
+            if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL &&
+                !atomic_load_explicit(&E.stop, memory_order_acquire) &&
+                weft__engine_inflight() == 0)
+                futex_wait(&E.wake, seen, 0);
+            atomic_store_explicit(&E.sleeping, 0, memory_order_relaxed);
+            idle = 0;
+            continue;
+        }
+        weft__engine_backoff(idle++);
+    }
+    return NULL;
+}
+
+weft_status_t weft__engine_start(void)
+{
+    if (atomic_load_explicit(&E.running, memory_order_acquire)) return WEFT_SUCCESS;
+    weft_status_t st = WEFT_SUCCESS;
+    pthread_mutex_lock(&E.start_mutex);
+    if (!atomic_load_explicit(&E.running, memory_order_relaxed)) {
+        atomic_store_explicit(&E.stop, 0, memory_order_relaxed);
+        atomic_store_explicit(&E.finalize_fail, 0, memory_order_relaxed);
+        int rc = pthread_create(&E.thread, NULL, engine_main, NULL);
+        if (rc != 0) {
+            WEFT__ERROR("cannot start the progress engine thread: %s", strerror(rc));
+            st = WEFT_ERR_INTERNAL;
+        } else {
+            /* release: pairs with the acquire fast-path check above. */
+            atomic_store_explicit(&E.running, 1, memory_order_release);
+        }
+    }
+    pthread_mutex_unlock(&E.start_mutex);
+    return st;
+}
+
+weft_status_t weft__engine_stop(double timeout_s)
+{
+    weft_status_t st = WEFT_SUCCESS;
+    double deadline = weft__now() + timeout_s;
+    unsigned idle = 0;
+    /* Let in-flight ops finish, helping progress; fail them at the deadline. */
+    while (weft__engine_inflight() > 0) {
+        if (weft__now() > deadline && !atomic_load_explicit(&E.finalize_fail, memory_order_relaxed)) {
+            atomic_store_explicit(&E.finalize_fail, 1, memory_order_release);
+            st = WEFT_ERR_FINALIZING;
+        }
+        int w = weft__engine_try_progress();
+        if (w > 0) idle = 0;
+        else weft__engine_backoff(idle++);
+    }
+    if (atomic_load_explicit(&E.running, memory_order_acquire)) {
+        atomic_store_explicit(&E.stop, 1, memory_order_release);
+        atomic_store_explicit(&E.sleeping, 1, memory_order_relaxed);
+        weft__engine_wake();
+        pthread_join(E.thread, NULL);
+        atomic_store_explicit(&E.running, 0, memory_order_release);
+    }
+    E.active_head = E.active_tail = NULL;
+    return st;
+}

@@ -1,0 +1,174 @@
+/*
+ * test_cuda.c - the stream-ordering rules of test_stream.c on CUDA streams,
+ * with device buffers through both paths (NCCL for large vectors, host
+ * transfer for small ones, and each forced), host buffers on a CUDA-stream
+ * communicator, the nonblocking forms, and the device layer's reduction
+ * kernels against a host reference. Exits 77 (skipped) when there is no GPU:
+ * cudaGetDeviceCount fails or returns 0, or libweft has no CUDA device layer.
+ *
+ * "Compute" on the stream is cudaMemcpyAsync/cudaMemsetAsync plus host tasks
+ * (weft_stream_enqueue), so this file needs no kernels of its own.
+ * References: MPI_Allreduce on host copies of the same inputs.
+ *
+ * Several ranks on one GPU: NCCL before 2.30 refuses them ("Duplicate GPU");
+ * the communicator then falls back to host transfer on every rank, which this
+ * test also accepts (the result must be right either way).
+ */
+#include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpitest.h"
+#include "weft_cuda.h"
+
+#define CK(call)                                                                       \
+    do {                                                                               \
+        cudaError_t e_ = (call);                                                       \
+        if (e_ != cudaSuccess) {                                                       \
+            mt_error(t, "%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            goto out;                                                                  \
+        }                                                                              \
+    } while (0)
+
+static float value(int rank, int iter, size_t i)
+{
+    return (float)((rank + 1) * 8 + iter + (int)(i % 31)) * 0.25f;
+}
+
+/* Device buffers: H2D copy (compute before) -> allreduce -> D2H copy (after). */
+static void run_device(mt_ctx_t *t, weft_comm_t c, cudaStream_t cs, size_t n, int nonblocking,
+                       weft_op_t op, const char *what)
+{
+    float *h_in = NULL, *h_out = NULL, *ref = NULL, *d_in = NULL, *d_out = NULL;
+    CK(cudaMallocHost((void **)&h_in, n * sizeof(float)));
+    CK(cudaMallocHost((void **)&h_out, n * sizeof(float)));
+    ref = malloc(n * sizeof(float));
+    CK(cudaMalloc((void **)&d_in, n * sizeof(float)));
+    CK(cudaMalloc((void **)&d_out, n * sizeof(float)));
+    for (size_t i = 0; i < n; i++) h_in[i] = value(t->rank, nonblocking, i);
+    MPI_Allreduce(h_in, ref, (int)n, MPI_FLOAT, op == WEFT_MAX ? MPI_MAX : MPI_SUM, MPI_COMM_WORLD);
+    if (op == WEFT_AVG)
+        for (size_t i = 0; i < n; i++) ref[i] /= (float)t->size;
+    CK(cudaMemsetAsync(d_out, 0, n * sizeof(float), cs));
+    CK(cudaMemcpyAsync(d_in, h_in, n * sizeof(float), cudaMemcpyHostToDevice, cs));
+    if (nonblocking) {
+        weft_request_t req;
+        MT_STATUS(t, weft_iallreduce(d_in, d_out, n, WEFT_FLOAT32, op, c, &req), WEFT_SUCCESS, what);
+        MT_STATUS(t, weft_wait(&req), WEFT_SUCCESS, "weft_wait (stream waits)");
+    } else {
+        MT_STATUS(t, weft_allreduce(d_in, d_out, n, WEFT_FLOAT32, op, c), WEFT_SUCCESS, what);
+    }
+    CK(cudaMemcpyAsync(h_out, d_out, n * sizeof(float), cudaMemcpyDeviceToHost, cs));
+    CK(cudaStreamSynchronize(cs));
+    mt_compare(t, h_out, ref, n, WEFT_FLOAT32, 1e-5, what);
+out:
+    cudaFree(d_in);
+    cudaFree(d_out);
+    cudaFreeHost(h_in);
+    cudaFreeHost(h_out);
+    free(ref);
+}
+
+/* Host buffers on a CUDA-stream comm: a host task fills, a host task checks. */
+typedef struct hbuf {
+    float *buf;
+    size_t n;
+    int rank, size;
+    long bad;
+} hbuf_t;
+
+static weft_status_t fill(void *arg)
+{
+    hbuf_t *h = arg;
+    for (size_t i = 0; i < h->n; i++) h->buf[i] = value(h->rank, 7, i);
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t check(void *arg)
+{
+    hbuf_t *h = arg;
+    for (size_t i = 0; i < h->n; i++) {
+        float r = 0;
+        for (int k = 0; k < h->size; k++) r += value(k, 7, i);
+        if (h->buf[i] != r) h->bad++;
+    }
+    return WEFT_SUCCESS;
+}
+
+static void run_host_buffers(mt_ctx_t *t, weft_comm_t c, weft_stream_t s, size_t n)
+{
+    hbuf_t h = {malloc(n * sizeof(float)), n, t->rank, t->size, 0};
+    MT_STATUS(t, weft_stream_enqueue(s, fill, &h), WEFT_SUCCESS, "enqueue fill");
+    MT_STATUS(t, weft_allreduce(WEFT_IN_PLACE, h.buf, n, WEFT_FLOAT32, WEFT_SUM, c), WEFT_SUCCESS,
+              "host buffers on a CUDA stream");
+    MT_STATUS(t, weft_stream_enqueue(s, check, &h), WEFT_SUCCESS, "enqueue check");
+    MT_STATUS(t, weft_stream_synchronize(s), WEFT_SUCCESS, "synchronize");
+    MT_CHECK(t, h.bad == 0, "host buffers on a CUDA stream: %ld wrong", h.bad);
+    free(h.buf);
+}
+
+int main(int argc, char **argv)
+{
+    mt_ctx_t tt, *t = &tt;
+    int rc = mt_init(t, &argc, &argv);
+    if (rc != 0) return rc;
+    int ndev = 0;
+    cudaError_t e = cudaGetDeviceCount(&ndev);
+    int have = (e == cudaSuccess && ndev > 0 && weft_cuda_available()) ? 1 : 0, all = 0;
+    MPI_Allreduce(&have, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all) {
+        char why[128];
+        snprintf(why, sizeof why, "no GPU here (%s, %d devices, CUDA layer %s)",
+                 e == cudaSuccess ? "ok" : cudaGetErrorString(e), ndev,
+                 weft_cuda_available() ? "loaded" : "absent");
+        return mt_skip(t, why);
+    }
+    cudaSetDevice(t->rank % ndev);
+
+    weft_stream_t s = NULL;
+    weft_comm_t c = NULL;
+    cudaStream_t cs;
+    if (cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) != cudaSuccess) {
+        mt_error(t, "cudaStreamCreate failed");
+        return mt_finish(t);
+    }
+    MT_STATUS(t, weft_stream_wrap_cuda(cs, &s), WEFT_SUCCESS, "wrap");
+    MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s, &c), WEFT_SUCCESS, "comm on a CUDA stream");
+    if (c != NULL) {
+        size_t sizes[] = {1, 1000, 100000, 1 << 20};
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            /* automatic: host transfer below WEFT_NCCL_MIN_BYTES, NCCL above */
+            run_device(t, c, cs, sizes[k], 0, WEFT_SUM, "device auto blocking");
+            run_device(t, c, cs, sizes[k], 1, WEFT_SUM, "device auto nonblocking");
+            run_device(t, c, cs, sizes[k], 0, WEFT_AVG, "device auto avg");
+            run_device(t, c, cs, sizes[k], 0, WEFT_MAX, "device auto max");
+            /* forced host transfer, then forced NCCL (may fall back, see above) */
+            weft_comm_set_algo(c, WEFT_COLL_ALLREDUCE, WEFT_ALGO_RECURSIVE_DOUBLING);
+            run_device(t, c, cs, sizes[k], 0, WEFT_SUM, "device host-transfer rd");
+            weft_comm_set_algo(c, WEFT_COLL_ALLREDUCE, WEFT_ALGO_AUTO);
+        }
+        weft_algo_t a = WEFT_ALGO_AUTO;
+        MT_STATUS(t, weft_query_algo(c, WEFT_COLL_ALLREDUCE, 1 << 20, WEFT_FLOAT32, &a), WEFT_SUCCESS,
+                  "query");
+        run_host_buffers(t, c, s, 5000);
+        MT_STATUS(t, weft_comm_destroy(c), WEFT_SUCCESS, "comm destroy");
+    }
+
+    /* A Weft-owned CUDA stream, destroyed by Weft. */
+    weft_stream_t s2 = NULL;
+    MT_STATUS(t, weft_stream_create_cuda(&s2), WEFT_SUCCESS, "create cuda stream");
+    if (s2) {
+        cudaStream_t got;
+        MT_STATUS(t, weft_stream_get_cuda(s2, &got), WEFT_SUCCESS, "get cuda");
+        weft_comm_t c2;
+        if (MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s2, &c2), WEFT_SUCCESS, "comm 2")) {
+            run_device(t, c2, got, 4096, 1, WEFT_SUM, "weft-owned cuda stream");
+            MT_STATUS(t, weft_comm_destroy(c2), WEFT_SUCCESS, "comm 2 destroy");
+        }
+        MT_STATUS(t, weft_stream_destroy(s2), WEFT_SUCCESS, "destroy cuda stream");
+    }
+    MT_STATUS(t, weft_stream_destroy(s), WEFT_SUCCESS, "destroy wrapper");
+    cudaStreamDestroy(cs);
+    return mt_finish(t);
+}

@@ -1,0 +1,343 @@
+/*
+ * weft-info - what this Weft is: version, build, backends, algorithms, every
+ * WEFT_* variable with its value and default, and the selection table the
+ * library would use for a communicator of P ranks.
+ *
+ *   weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]
+ *             [--gamma S] [--no-vars]
+ *
+ * The selection table runs the library's own weft__select (forced algorithm
+ * from the environment > tuning-file rule > cost model weft__select_model)
+ * on a communicator description of P ranks, with the cost in use: the tuning
+ * file's alpha/beta/gamma, else (under mpiexec with 2 or more ranks) the one
+ * measured on MPI_COMM_WORLD, else the built-in defaults; --alpha/--beta/
+ * --gamma override. Runs as a singleton (no mpiexec needed); under mpiexec
+ * rank 0 prints.
+ *
+ * Links the internal archive (weft_core) to reach weft__* functions.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft_internal.h"
+#ifdef WEFT_HAVE_UCX
+#include <ucp/api/ucp.h>
+#endif
+
+#ifndef WEFT_BUILD_TYPE
+#define WEFT_BUILD_TYPE "unknown"
+#endif
+#ifndef WEFT_BUILD_COMPILER
+#define WEFT_BUILD_COMPILER "unknown"
+#endif
+#ifndef WEFT_BUILD_OPTIONS
+#define WEFT_BUILD_OPTIONS "unknown"
+#endif
+
+/* The layout of a rule as lib/select.c keeps it (weft__select_rules hands the
+ * array out as const void *): used only to say which rule decided. */
+typedef struct info_rule {
+    weft_coll_t coll;
+    int comm_size;
+    size_t min_bytes, max_bytes;
+    weft_algo_t algo;
+} info_rule_t;
+int weft__select_rules(const void **rules);
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]\n"
+            "                 [--gamma S] [--no-vars]\n"
+            "  --ranks P    print the selection table for a communicator of P ranks\n"
+            "  --coll NAME  only this collective in the table (default: all)\n"
+            "  -m MIN:MAX   message sizes of the table in bytes (default 4:268435456)\n"
+            "  --alpha/--beta/--gamma S   cost-model parameters to use (seconds,\n"
+            "               seconds per byte); default: the cost in use (see doc/observability.md)\n"
+            "  --no-vars    do not list the WEFT_* variables\n");
+}
+
+static int parse_num(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= 0) || !isfinite(v)) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_sizes(const char *s, size_t *lo, size_t *hi)
+{
+    char *end;
+    errno = 0;
+    unsigned long long a = strtoull(s, &end, 10);
+    if (errno || end == s || *end != ':' || s[0] == '-') return 0;
+    const char *t = end + 1;
+    unsigned long long b = strtoull(t, &end, 10);
+    if (errno || end == t || *end || t[0] == '-' || a > b) return 0;
+    *lo = (size_t)a;
+    *hi = (size_t)b;
+    return 1;
+}
+
+static void print_backends(void)
+{
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    int len = 0, major = 0, minor = 0, provided = 0;
+    if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS) snprintf(lib, sizeof lib, "unknown");
+    char *nl = strchr(lib, '\n');
+    if (nl) *nl = '\0';
+    if (MPI_Get_version(&major, &minor) != MPI_SUCCESS) major = minor = 0;
+    if (MPI_Query_thread(&provided) != MPI_SUCCESS) provided = -1;
+    printf("Backends:\n");
+    printf("  mpi    yes  %s (MPI %d.%d, thread level %s)\n", lib, major, minor,
+           provided == MPI_THREAD_MULTIPLE ? "MULTIPLE" : "below MULTIPLE");
+#ifdef WEFT_HAVE_UCX
+    printf("  ucx    yes  UCX %s (WEFT_TRANSPORT=ucx)\n", ucp_get_version_string());
+#else
+    printf("  ucx    no   (not built)\n");
+#endif
+#ifdef WEFT_HAVE_CUDA
+    printf("  cuda   yes  (device layer built)\n");
+#else
+    printf("  cuda   no   (not built: host streams only)\n");
+#endif
+#ifdef WEFT_HAVE_NCCL
+    printf("  nccl   yes  (NCCL collectives for device buffers)\n");
+#else
+    printf("  nccl   no   (not built)\n");
+#endif
+}
+
+static void print_algorithms(void)
+{
+    printf("Algorithms (registry order; '*' = explicit only, never chosen by the cost model):\n");
+    for (int c = 0; c < WEFT_COLL_COUNT; c++) {
+        int n = 0;
+        const weft__algo_impl_t *const *list = weft__algo_list((weft_coll_t)c, &n);
+        printf("  %-15s", weft__coll_name((weft_coll_t)c));
+        for (int i = 0; i < n; i++)
+            printf(" %s%s", weft_algo_name(list[i]->id), list[i]->cost ? "" : "*");
+        printf("%s\n", n ? "" : " (none)");
+    }
+}
+
+static void print_vars(void)
+{
+    printf("Variables (value in this environment; default):\n");
+    for (const weft__config_var_t *v = weft__config_vars(); v->name; v++) {
+        const char *val = getenv(v->name);
+        printf("  %-26s = %-10s (default \"%s\")  %s\n", v->name,
+               val && *val ? val : "(unset)", v->default_value, v->doc);
+    }
+}
+
+/* Which step of the precedence decided (coll, p, bytes) for this table row. */
+static const char *source_of(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dt,
+                             weft_algo_t sel, weft_algo_t model)
+{
+    if (weft__cfg.force_algo[coll] != WEFT_ALGO_AUTO) return "env";
+    const void *rv = NULL;
+    int n = weft__select_rules(&rv);
+    const info_rule_t *r = rv;
+    for (int i = 0; i < n && r; i++) {
+        if ((unsigned)r[i].coll >= WEFT_COLL_COUNT || (unsigned)r[i].algo >= WEFT_ALGO_COUNT) break;
+        const weft__algo_impl_t *impl = weft__algo_impl(coll, r[i].algo);
+        if (r[i].coll == coll && (r[i].comm_size == 0 || r[i].comm_size == p) &&
+            bytes >= r[i].min_bytes && bytes <= r[i].max_bytes && impl &&
+            (impl->supports == NULL || impl->supports(dt, WEFT_SUM)))
+            return r[i].algo == sel ? "rule" : "?";
+    }
+    return sel == model ? "model" : "?";
+}
+
+static int print_selection(int p, int only_coll, size_t lo, size_t hi, const weft__cost_t *cost,
+                           const char *cost_src)
+{
+    weft__comm_t c;
+    memset(&c, 0, sizeof c);
+    c.mpi = MPI_COMM_SELF;
+    c.rank = 0;
+    c.size = p;
+    c.pof2 = 1;
+    while (c.pof2 * 2 <= p) c.pof2 *= 2;
+    c.cost = *cost;
+    c.id = -1;
+    for (int i = 0; i < WEFT_COLL_COUNT; i++) atomic_init(&c.force_algo[i], WEFT_ALGO_AUTO);
+    const weft_datatype_t dt = WEFT_FLOAT32;
+    printf("Selection table: %d ranks, float32 sum; cost alpha %.4g s, beta %.4g s/B "
+           "(%.2f GB/s), gamma %.4g s/B (%s)\n",
+           p, cost->alpha, cost->beta, cost->beta > 0 ? 1e-9 / cost->beta : 0.0, cost->gamma,
+           cost_src);
+    printf("# source: env = WEFT_<COLL>_ALGO, rule = WEFT_TUNING_FILE, model = cost model\n");
+    printf("# %-15s %12s  %-19s %-6s %-19s %12s\n", "coll", "size_bytes", "algorithm", "source",
+           "model_choice", "model_us");
+    for (int ci = 0; ci < WEFT_COLL_COUNT; ci++) {
+        if (only_coll >= 0 && ci != only_coll) continue;
+        weft_coll_t coll = (weft_coll_t)ci;
+        int n = 0;
+        weft__algo_list(coll, &n);
+        if (n == 0) continue;
+        size_t first = coll == WEFT_COLL_BARRIER ? 0 : lo;
+        size_t last = coll == WEFT_COLL_BARRIER ? 0 : hi;
+        for (size_t s = first;; s = s ? s * 2 : 1) {
+            if (s < first) continue;
+            double mc = 0;
+            weft_algo_t model = weft__select_model(coll, p, s, dt, cost, &mc);
+            weft_algo_t sel = weft__select(&c, coll, s, dt);
+            const char *an = weft_algo_name(sel), *mn = weft_algo_name(model);
+            printf("  %-15s %12zu  %-19s %-6s %-19s %12.3f\n", weft__coll_name(coll), s,
+                   an ? an : "none", source_of(coll, p, s, dt, sel, model), mn ? mn : "none",
+                   isfinite(mc) ? 1e6 * mc : -1.0);
+            if (s >= last || s > SIZE_MAX / 2) break;
+        }
+    }
+    return 0;
+}
+
+/* Has the tuning file alpha/beta/gamma lines? (only to label the cost's source) */
+static int file_has_cost(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[512], w[64];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%63s", w) == 1 &&
+            (!strcmp(w, "alpha") || !strcmp(w, "beta") || !strcmp(w, "gamma")))
+            n++;
+    fclose(f);
+    return n == 3;
+}
+
+int main(int argc, char **argv)
+{
+    int ranks = 0, only_coll = -1, vars = 1;
+    size_t lo = 4, hi = (size_t)256 << 20;
+    double ov[3] = {-1, -1, -1};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--no-vars")) {
+            vars = 0;
+        } else if (!strcmp(a, "--ranks") && v) {
+            char *end;
+            long p = strtol(v, &end, 10);
+            if (*end || p < 1 || p > (1L << 24)) {
+                fprintf(stderr, "weft-info: --ranks needs an integer in [1, 16777216]\n");
+                return 2;
+            }
+            ranks = (int)p;
+            i++;
+        } else if (!strcmp(a, "--coll") && v) {
+            only_coll = -2;
+            for (int c = 0; c < WEFT_COLL_COUNT; c++)
+                if (!strcmp(v, weft__coll_name((weft_coll_t)c))) only_coll = c;
+            if (only_coll == -2) {
+                fprintf(stderr, "weft-info: unknown collective '%s'\n", v);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(a, "-m") && v) {
+            if (!parse_sizes(v, &lo, &hi)) {
+                fprintf(stderr, "weft-info: -m needs MIN:MAX in bytes\n");
+                return 2;
+            }
+            i++;
+        } else if ((!strcmp(a, "--alpha") || !strcmp(a, "--beta") || !strcmp(a, "--gamma")) && v) {
+            int k = a[2] == 'a' ? 0 : a[2] == 'b' ? 1 : 2;
+            if (!parse_num(v, &ov[k])) {
+                fprintf(stderr, "weft-info: %s needs a non-negative number\n", a);
+                return 2;
+            }
+            i++;
+        } else {
+            fprintf(stderr, "weft-info: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+
+    weft_init_params_t params = WEFT_INIT_PARAMS_INITIALIZER;
+    params.argc = &argc;
+    params.argv = &argv;
+    weft_status_t st = weft_init(&params);
+    if (st != WEFT_SUCCESS) {
+        fprintf(stderr, "weft-info: weft_init failed: %s (%s)\n", weft_strerror(st),
+                weft_status_name(st));
+        return 1;
+    }
+    int rank = weft__g.world_rank, rc = 0;
+
+    /* The cost in use: the tuning file's, else measured on MPI_COMM_WORLD
+     * (2+ ranks, WEFT_MEASURE=1), else the built-in defaults. */
+    weft__cost_t cost;
+    const char *src;
+    weft_comm_t world = NULL;
+    int file_cost = weft__cfg.tuning_file[0] && file_has_cost(weft__cfg.tuning_file);
+    if (weft__g.world_size > 1) {
+        st = weft_comm_create(MPI_COMM_WORLD, NULL, &world);
+        if (st != WEFT_SUCCESS) {
+            fprintf(stderr, "weft-info: weft_comm_create failed: %s\n", weft_strerror(st));
+            rc = 1;
+            goto out;
+        }
+        cost = weft__comm(world)->cost;
+        src = file_cost ? "tuning file" : weft__cfg.measure ? "measured on MPI_COMM_WORLD" : "built-in defaults";
+    } else {
+        /* Same path as a real communicator's creation, on one rank: takes the
+         * tuning file's values or the defaults (nothing to measure alone). */
+        weft__comm_t one;
+        memset(&one, 0, sizeof one);
+        one.mpi = MPI_COMM_SELF;
+        one.size = 1;
+        st = weft__select_init(&one);
+        if (st != WEFT_SUCCESS) {
+            fprintf(stderr, "weft-info: cannot set up the cost model: %s\n", weft_strerror(st));
+            rc = 1;
+            goto out;
+        }
+        cost = one.cost;
+        src = file_cost ? "tuning file" : "built-in defaults";
+    }
+    if (ov[0] >= 0 || ov[1] >= 0 || ov[2] >= 0) {
+        if (ov[0] >= 0) cost.alpha = ov[0];
+        if (ov[1] >= 0) cost.beta = ov[1];
+        if (ov[2] >= 0) cost.gamma = ov[2];
+        src = "given on the command line";
+    }
+
+    if (rank == 0) {
+        printf("Weft %s (header %d.%d.%d)\n", weft_version_string(), WEFT_VERSION_MAJOR,
+               WEFT_VERSION_MINOR, WEFT_VERSION_PATCH);
+        printf("Build: %s, %s; options: %s\n", WEFT_BUILD_TYPE, WEFT_BUILD_COMPILER,
+               WEFT_BUILD_OPTIONS);
+        printf("Processes: %d (MPI_COMM_WORLD)%s\n", weft__g.world_size,
+               weft__g.oversubscribed ? ", oversubscribed node" : "");
+        print_backends();
+        print_algorithms();
+        if (vars) print_vars();
+        const void *rv;
+        int nrules = weft__select_rules(&rv);
+        if (weft__cfg.tuning_file[0])
+            printf("Tuning file: %s (%d rules%s)\n", weft__cfg.tuning_file, nrules,
+                   file_cost ? ", alpha/beta/gamma" : "");
+        else
+            printf("Tuning file: none (WEFT_TUNING_FILE unset)\n");
+        if (ranks > 0) print_selection(ranks, only_coll, lo, hi, &cost, src);
+        else printf("Selection table: use --ranks P\n");
+        fflush(stdout);
+    }
+out:
+    if (world) weft_comm_destroy(world);
+    st = weft_finalize();
+    if (st != WEFT_SUCCESS && rc == 0) rc = 1;
+    return rc;
+}

@@ -1,0 +1,221 @@
+/*
+ * weft-scale - the scale model: the library's own cost formulas (each
+ * algorithm's impl->cost) and selection (weft__select_model) evaluated for
+ * 2 .. 16384 ranks, without running anything. One source of truth: the
+ * numbers are those the library uses to choose at run time.
+ *
+ *   weft-scale [--net edr|shm] [--tuning FILE] [--alpha S] [--beta S] [--gamma S]
+ *              [--coll NAME] [-p MIN:MAX] [--csv FILE] [--check]
+ *
+ * Prints, for the collective (default allreduce): the predicted latency of a
+ * small (8 B) and a large (64 MiB) message per algorithm against p, the
+ * winner map (p against message size), and the crossover sizes per p.
+ * --csv writes p,size_bytes,algorithm,cost_us,chosen for weft-plot.
+ * --check verifies the known shape of the small-message costs: ring grows
+ * linearly with p, recursive doubling / Rabenseifner / tree with log p
+ * (exit 1 if not).
+ * Needs no mpiexec and does not initialise MPI.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "weft_internal.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: weft-scale [--net edr|shm] [--tuning FILE] [--alpha S] [--beta S] [--gamma S]\n"
+               "                  [--coll NAME] [-p MIN:MAX] [--csv FILE] [--check]\n"
+               "  --net edr    EDR InfiniBand-like: alpha 1 us, beta 1/12.5 GB/s, gamma 1/10 GB/s (default)\n"
+               "  --net shm    the library's built-in shared-memory defaults (1.5 us, 5 GB/s, 4 GB/s)\n"
+               "  --tuning F   alpha/beta/gamma from a tuning file written by weft-tune\n"
+               "  -p MIN:MAX   rank counts, powers of two (default 2:16384)\n");
+}
+
+/* alpha/beta/gamma lines of a tuning file (validated first by the library's parser). */
+static int read_cost(const char *path, weft__cost_t *c)
+{
+    if (weft__tuning_parse(path) != WEFT_SUCCESS) return 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[512], w[64];
+    double v;
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%63s %lf", w, &v) != 2) continue;
+        if (!strcmp(w, "alpha")) c->alpha = v, n |= 1;
+        if (!strcmp(w, "beta")) c->beta = v, n |= 2;
+        if (!strcmp(w, "gamma")) c->gamma = v, n |= 4;
+    }
+    fclose(f);
+    return n == 7;
+}
+
+static const char *short_name(weft_algo_t a)
+{
+    switch (a) {
+    case WEFT_ALGO_RING: return "ring";
+    case WEFT_ALGO_RECURSIVE_DOUBLING: return "rd";
+    case WEFT_ALGO_RABENSEIFNER: return "rab";
+    case WEFT_ALGO_TREE: return "tree";
+    case WEFT_ALGO_BINOMIAL: return "binom";
+    case WEFT_ALGO_SCATTER_ALLGATHER: return "sc-ag";
+    case WEFT_ALGO_RECURSIVE_HALVING: return "rh";
+    case WEFT_ALGO_PAIRWISE: return "pair";
+    case WEFT_ALGO_DISSEMINATION: return "diss";
+    case WEFT_ALGO_LINEAR: return "lin";
+    default: return weft_algo_name(a) ? weft_algo_name(a) : "-";
+    }
+}
+
+int main(int argc, char **argv)
+{
+    weft__cost_t cost = {1e-6, 1.0 / 12.5e9, 1.0 / 10e9};
+    const char *net = "EDR InfiniBand-like (alpha 1 us, beta 1/12.5 GB/s, gamma 1/10 GB/s)";
+    const char *csv = NULL;
+    int check = 0, pmin = 2, pmax = 16384;
+    weft_coll_t coll = WEFT_COLL_ALLREDUCE;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--check")) { check = 1; continue; }
+        if (v == NULL) goto bad;
+        i++;
+        if (!strcmp(a, "--net")) {
+            if (!strcmp(v, "edr")) {
+                cost = (weft__cost_t){1e-6, 1.0 / 12.5e9, 1.0 / 10e9};
+            } else if (!strcmp(v, "shm")) {
+                cost = (weft__cost_t){1.5e-6, 2.0e-10, 2.5e-10};
+                net = "shared memory (the library's built-in defaults)";
+            } else goto bad;
+        } else if (!strcmp(a, "--tuning")) {
+            if (!read_cost(v, &cost)) {
+                fprintf(stderr, "weft-scale: %s: no valid alpha/beta/gamma lines\n", v);
+                return 2;
+            }
+            net = "from the tuning file";
+        } else if (!strcmp(a, "--alpha") || !strcmp(a, "--beta") || !strcmp(a, "--gamma")) {
+            char *end;
+            errno = 0;
+            double x = strtod(v, &end);
+            if (errno || *end || !(x >= 0) || !isfinite(x)) goto bad;
+            if (a[2] == 'a') cost.alpha = x;
+            else if (a[2] == 'b') cost.beta = x;
+            else cost.gamma = x;
+            net = "given on the command line";
+        } else if (!strcmp(a, "--coll")) {
+            int found = 0;
+            for (int c = 0; c < WEFT_COLL_COUNT; c++)
+                if (!strcmp(v, weft__coll_name((weft_coll_t)c))) coll = (weft_coll_t)c, found = 1;
+            if (!found) goto bad;
+        } else if (!strcmp(a, "-p")) {
+            if (sscanf(v, "%d:%d", &pmin, &pmax) != 2 || pmin < 2 || pmax < pmin || pmax > (1 << 24))
+                goto bad;
+        } else if (!strcmp(a, "--csv")) {
+            csv = v;
+        } else goto bad;
+        continue;
+    bad:
+        fprintf(stderr, "weft-scale: bad or incomplete option '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+
+    int n = 0;
+    const weft__algo_impl_t *const *list = weft__algo_list(coll, &n);
+    const weft__algo_impl_t *model[WEFT_ALGO_COUNT];
+    int nm = 0;
+    for (int i = 0; i < n; i++)
+        if (list[i]->cost) model[nm++] = list[i];
+    if (nm == 0) {
+        fprintf(stderr, "weft-scale: %s has no algorithm with a cost model\n", weft__coll_name(coll));
+        return 1;
+    }
+    FILE *f = NULL;
+    if (csv) {
+        f = fopen(csv, "w");
+        if (!f) {
+            fprintf(stderr, "weft-scale: cannot write %s: %s\n", csv, strerror(errno));
+            return 1;
+        }
+        fprintf(f, "p,size_bytes,algorithm,cost_us,chosen\n");
+    }
+    printf("# weft-scale: %s; alpha %.3g s, beta %.3g s/B, gamma %.3g s/B; %s, float32 sum\n", net,
+           cost.alpha, cost.beta, cost.gamma, weft__coll_name(coll));
+
+    const size_t small = 8, large = (size_t)64 << 20;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t s = pass ? large : small;
+        printf("\n# predicted latency (us) of a %zu-byte %s\n# %8s", s, weft__coll_name(coll), "ranks");
+        for (int i = 0; i < nm; i++) printf(" %14s", weft_algo_name(model[i]->id));
+        printf("  chosen\n");
+        for (int p = pmin; p <= pmax; p *= 2) {
+            printf("  %8d", p);
+            for (int i = 0; i < nm; i++) printf(" %14.2f", 1e6 * model[i]->cost(p, s, &cost));
+            printf("  %s\n", weft_algo_name(weft__select_model(coll, p, s, WEFT_FLOAT32, &cost, NULL)));
+        }
+    }
+
+    printf("\n# winner map (weft__select_model): ranks down, message size across\n# %6s", "ranks");
+    for (size_t s = 4; s <= ((size_t)256 << 20); s *= 4) {
+        char lab[16];
+        if (s >= (1u << 20)) snprintf(lab, sizeof lab, "%zuM", s >> 20);
+        else if (s >= 1024) snprintf(lab, sizeof lab, "%zuK", s >> 10);
+        else snprintf(lab, sizeof lab, "%zu", s);
+        printf(" %5s", lab);
+    }
+    printf("\n");
+    for (int p = pmin; p <= pmax; p *= 2) {
+        printf("  %6d", p);
+        for (size_t s = 4; s <= ((size_t)256 << 20); s *= 4)
+            printf(" %5s", short_name(weft__select_model(coll, p, s, WEFT_FLOAT32, &cost, NULL)));
+        printf("\n");
+    }
+
+    printf("\n# crossovers per rank count (sizes in powers of two, 4 B .. 256 MiB)\n");
+    for (int p = pmin; p <= pmax; p *= 2) {
+        weft_algo_t prev = WEFT_ALGO_AUTO;
+        printf("  %6d:", p);
+        for (size_t s = 4; s <= ((size_t)256 << 20); s *= 2) {
+            double bc = 0;
+            weft_algo_t w = weft__select_model(coll, p, s, WEFT_FLOAT32, &cost, &bc);
+            if (w != prev) printf("%s %s from %zu B", prev == WEFT_ALGO_AUTO ? "" : ",",
+                                  weft_algo_name(w), s);
+            prev = w;
+            if (f)
+                for (int i = 0; i < nm; i++)
+                    fprintf(f, "%d,%zu,%s,%.6f,%s\n", p, s, weft_algo_name(model[i]->id),
+                            1e6 * model[i]->cost(p, s, &cost), weft_algo_name(w));
+        }
+        printf("\n");
+    }
+    int rc = 0;
+    if (f && (ferror(f) | (fclose(f) != 0))) {
+        fprintf(stderr, "weft-scale: writing %s failed\n", csv);
+        rc = 1;
+    }
+
+    if (check) {
+        /* Small messages: ring pays 2(p-1) alpha, the others about lg p alpha. */
+        int p1 = 1024, p2 = 16384;
+        printf("\n# check: 8-byte cost ratio between %d and %d ranks (linear: %.1f, log: %.2f)\n",
+               p2, p1, (double)(p2 - 1) / (p1 - 1), 14.0 / 10.0);
+        for (int i = 0; i < nm; i++) {
+            double c1 = model[i]->cost(p1, small, &cost), c2 = model[i]->cost(p2, small, &cost);
+            double r = c1 > 0 ? c2 / c1 : INFINITY;
+            int is_ring = model[i]->id == WEFT_ALGO_RING;
+            int logish = model[i]->id == WEFT_ALGO_RECURSIVE_DOUBLING ||
+                         model[i]->id == WEFT_ALGO_RABENSEIFNER || model[i]->id == WEFT_ALGO_TREE;
+            const char *verdict = "";
+            if (!(c1 > 0) || !isfinite(c2)) verdict = "FAIL (not a positive finite cost)", rc = 1;
+            else if (is_ring) verdict = r > 10 ? "linear in p: ok" : (rc = 1, "FAIL: expected linear");
+            else if (logish) verdict = r < 2 ? "log p: ok" : (rc = 1, "FAIL: expected log p");
+            printf("  %-20s %10.2f us -> %10.2f us  ratio %7.2f  %s\n", weft_algo_name(model[i]->id),
+                   1e6 * c1, 1e6 * c2, r, verdict);
+        }
+        printf("%s\n", rc ? "check: FAILED" : "check: ok");
+    }
+    return rc;
+}
