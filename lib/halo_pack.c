@@ -29,23 +29,48 @@ static size_t run_len(const weft__halo_layout_t *l, const weft__halo_region_t *r
 static inline void move(int mode, char *buf, char *stage, size_t bytes, size_t n,
                         const weft__halo_layout_t *l)
 {
-    if (mode == PACK) {
-        switch (bytes) { /* the common narrow faces: width 1..4 of 4/8-byte elements */
-        case 4: memcpy(stage, buf, 4); return;
-        case 8: memcpy(stage, buf, 8); return;
-        case 16: memcpy(stage, buf, 16); return;
-        default: memcpy(stage, buf, bytes); return;
+    if (mode == PACK) memcpy(stage, buf, bytes);
+    else if (mode == UNPACK) memcpy(buf, stage, bytes);
+    else weft__reduce(buf, stage, n, l->dtype, WEFT_SUM);
+}
+
+/* The strided case (one short run per row, e.g. a face of the fastest
+ * dimension): loops specialised on direction and a constant run size so that
+ * the copy compiles to a move or two instead of a memcpy call per row. */
+#define ROWS(COPY)                                                                 \
+    for (size_t o = 0; o < l->outer; o++)                                          \
+        for (size_t i0 = 0; i0 < r->len[0]; i0++) {                                \
+            char *row = buf + (((o * e0 + s0 + i0) * e1 + s1) * e2 + s2) * es;     \
+            for (size_t i1 = 0; i1 < r->len[1]; i1++, row += stride, stage += rb) { \
+                COPY;                                                              \
+            }                                                                      \
         }
+#define ROWS_SIZED(MODE, N)                                                        \
+    do {                                                                           \
+        if ((MODE) == PACK) ROWS(memcpy(stage, row, (N)))                          \
+        else ROWS(memcpy(row, stage, (N)))                                         \
+    } while (0)
+
+static void walk_rows(int mode, char *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
+                      char *stage, size_t rb, size_t run)
+{
+    size_t es = l->esize, s0 = r->start[0], s1 = r->start[1], s2 = r->start[2];
+    size_t e0 = l->ext[0], e1 = l->ext[1], e2 = l->ext[2], stride = e2 * es;
+    if (mode == ADD) {
+        ROWS(weft__reduce(row, stage, run, l->dtype, WEFT_SUM));
+        return;
     }
-    if (mode == UNPACK) {
-        switch (bytes) {
-        case 4: memcpy(buf, stage, 4); return;
-        case 8: memcpy(buf, stage, 8); return;
-        case 16: memcpy(buf, stage, 16); return;
-        default: memcpy(buf, stage, bytes); return;
-        }
+    switch (rb) {
+    case 1: ROWS_SIZED(mode, 1); break;
+    case 2: ROWS_SIZED(mode, 2); break;
+    case 4: ROWS_SIZED(mode, 4); break;
+    case 8: ROWS_SIZED(mode, 8); break;
+    case 12: ROWS_SIZED(mode, 12); break;
+    case 16: ROWS_SIZED(mode, 16); break;
+    case 24: ROWS_SIZED(mode, 24); break;
+    case 32: ROWS_SIZED(mode, 32); break;
+    default: ROWS_SIZED(mode, rb); break;
     }
-    weft__reduce(buf, stage, n, l->dtype, WEFT_SUM);
 }
 
 static void walk(int mode, char *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
@@ -57,24 +82,19 @@ static void walk(int mode, char *buf, const weft__halo_layout_t *l, const weft__
     size_t s0 = r->start[0], s1 = r->start[1], s2 = r->start[2];
     size_t e0 = l->ext[0], e1 = l->ext[1], e2 = l->ext[2];
     if (rb == 0) return;
+    if (levels == 2) {
+        walk_rows(mode, buf, l, r, stage, rb, run);
+        return;
+    }
     for (size_t o = 0; o < l->outer; o++) {
         size_t base = o * e0;
         if (levels == 0) {
             move(mode, buf + (((base + s0) * e1 + s1) * e2 + s2) * es, stage, rb, run, l);
             stage += rb;
-        } else if (levels == 1) {
+        } else {
             for (size_t i0 = 0; i0 < r->len[0]; i0++) {
                 move(mode, buf + (((base + s0 + i0) * e1 + s1) * e2 + s2) * es, stage, rb, run, l);
                 stage += rb;
-            }
-        } else {
-            for (size_t i0 = 0; i0 < r->len[0]; i0++) {
-                char *row = buf + (((base + s0 + i0) * e1 + s1) * e2 + s2) * es;
-                for (size_t i1 = 0; i1 < r->len[1]; i1++) {
-                    move(mode, row, stage, rb, run, l);
-                    row += e2 * es;
-                    stage += rb;
-                }
             }
         }
     }

@@ -60,7 +60,12 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
             return st;
         }
     }
-    op->tag = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed) & WEFT__COLL_TAG_MASK;
+    /* Collectives take the next issue number as their tag: every rank issues
+     * the same collectives in the same order, so the numbers agree. Point-to-
+     * point ops are not issued by every rank and must not advance it (their
+     * tags come from the user's tag, above the collective range). */
+    if (op->kind != WEFT__OP_SEND && op->kind != WEFT__OP_RECV)
+        op->tag = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed) & WEFT__COLL_TAG_MASK;
     op->t_issue = weft__now();
     if (WEFT__OBS_ON()) weft__obs_issue(op);
     atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);

@@ -350,16 +350,15 @@ static weft_status_t enqueue_stream_wait(weft__op_t *op)
     struct weft_stream *s = so->s;
     const weft__device_t *dev = s->dev;
     weft_status_t st;
+    /* The wait steps' reference, taken first: it is dropped by the last step,
+     * or leaked (never dropped) if a step cannot be enqueued, since the steps
+     * already on the stream still use the flags and the staging buffer. */
+    atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
     WEFT__CHECK_GOTO(dev->wait(s, so->done), st, fail);
     WEFT__CHECK_GOTO(dev->launch_host(s, sop_status_fn, so, 1), st, fail);
     if (so->path == PATH_STAGED)
         WEFT__CHECK_GOTO(dev->copy(s, so->user_recvbuf, so->staging, so->bytes), st, fail);
-    atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
-    st = dev->launch_host(s, sop_unref_fn, so, 1);
-    if (st != WEFT_SUCCESS) {
-        atomic_fetch_sub_explicit(&so->refs, 1, memory_order_relaxed);
-        goto fail;
-    }
+    WEFT__CHECK_GOTO(dev->launch_host(s, sop_unref_fn, so, 1), st, fail);
     return WEFT_SUCCESS;
 
 fail:
@@ -375,7 +374,6 @@ weft_status_t weft__stream_issue(weft__op_t *op, int blocking)
     weft__stream_op_t *so = op->sop;
     struct weft_stream *s = so->s;
     const weft__device_t *dev = s->dev;
-    weft_status_t st = WEFT_SUCCESS;
 
     if (so->path == PATH_NCCL) {
         WEFT__CHECK(weft__nccl_backend()->allreduce(so->nccl, op->sendbuf, op->recvbuf, op->count,
@@ -386,13 +384,11 @@ weft_status_t weft__stream_issue(weft__op_t *op, int blocking)
             WEFT__CHECK(dev->copy(s, so->staging, so->user_sendbuf, so->bytes));
         WEFT__CHECK(dev->record(s, so->start));
     }
-    /* The record step's reference: dropped after the stream passed it. */
+    /* The record step's reference: dropped after the stream passed it. If
+     * that cannot be enqueued, the reference is leaked on purpose: the flags
+     * stay valid for the steps already on the stream. */
     atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
-    st = dev->launch_host(s, sop_unref_fn, so, 1);
-    if (st != WEFT_SUCCESS) {
-        atomic_fetch_sub_explicit(&so->refs, 1, memory_order_relaxed);
-        return st;
-    }
+    WEFT__CHECK(dev->launch_host(s, sop_unref_fn, so, 1));
     if (blocking) {
         WEFT__CHECK(enqueue_stream_wait(op));
         atomic_store_explicit(&so->owner, OWNER_STREAM, memory_order_relaxed);

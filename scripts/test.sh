@@ -9,5 +9,7 @@ dir=${1:-build-test}
 rm -rf "$dir"
 meson setup "$dir" --buildtype=release
 ninja -C "$dir" -j"$(nproc)"
+# The engine under ThreadSanitizer first, so that meson's summary closes the log.
+bash scripts/tsan.sh "$dir-tsan"
 # Multi-rank tests are marked is_parallel: false; unit tests run two at a time.
 meson test -C "$dir" --print-errorlogs --num-processes 2
