@@ -1,33 +1,42 @@
 #!/bin/sh
 # transports.sh - compare Weft's transports (doc/benchmarks_ucx.md).
 #
-#   benchmarks/transports.sh BUILD OUTDIR [-n NP] [-l LAT_MAX] [-b BW_MAX] [-a AR_MAX]
+#   benchmarks/transports.sh BUILD OUTDIR [-n NP] [-k REPEATS] [-r ROUNDS]
+#                            [-l LAT_MAX] [-b BW_MAX] [-a AR_MAX] [-t "mpi ucx auto"]
 #
-# Runs, on NP ranks (default 2), for WEFT_TRANSPORT=mpi, =ucx and unset (auto):
-#   weft_osu_p2p --mode lat -m 1:LAT_MAX   (default 64K)  -> OUTDIR/p2p_lat_<tp>.csv
-#   weft_osu_p2p --mode bw  -m 1:BW_MAX    (default 4M)   -> OUTDIR/p2p_bw_<tp>.csv
-#   weft_osu_allreduce -m 4:AR_MAX         (default 16M)  -> OUTDIR/allreduce_<tp>.csv
-# and keeps each program's text output in OUTDIR/<name>_<tp>.txt. Each program
-# times Weft and plain MPI in the same run, interleaved (median of rounds).
-# A transport that is not built (ucx) is reported and skipped.
+# Runs, on NP ranks (default 2), REPEATS times (default 1), each time for every
+# transport in the list (default: WEFT_TRANSPORT=mpi, =ucx, and unset = auto):
+#   weft_osu_p2p --mode lat -m 1:LAT_MAX  (default 64K) -> OUTDIR/p2p_lat_<tp>_<k>.csv
+#   weft_osu_p2p --mode bw  -m 1:BW_MAX   (default 4M)  -> OUTDIR/p2p_bw_<tp>_<k>.csv
+#   weft_osu_allreduce -m 4:AR_MAX        (default 16M) -> OUTDIR/allreduce_<tp>_<k>.csv
+# keeping each program's text output next to its CSV (.txt). Each program times
+# Weft and plain MPI in the same run, interleaved (median of ROUNDS rounds,
+# default 7); the transports alternate from run to run, so that a slow phase of
+# a shared machine hits both. At the end (python3) it prints, per program and
+# size, the median over the REPEATS runs of every figure. A transport that is
+# not built (ucx) is reported and the script exits 1.
 set -eu
 
 usage() {
-    echo "usage: $0 BUILD OUTDIR [-n NP] [-l LAT_MAX] [-b BW_MAX] [-a AR_MAX]" >&2
+    echo "usage: $0 BUILD OUTDIR [-n NP] [-k REPEATS] [-r ROUNDS] [-l LAT_MAX] [-b BW_MAX]" \
+         "[-a AR_MAX] [-t TRANSPORTS]" >&2
     exit 2
 }
 [ $# -ge 2 ] || usage
 build=$1
 out=$2
 shift 2
-np=2 lat_max=64K bw_max=4M ar_max=16M
+np=2 reps=1 rounds=7 lat_max=64K bw_max=4M ar_max=16M tps="mpi ucx auto"
 while [ $# -gt 0 ]; do
     [ $# -ge 2 ] || usage
     case $1 in
         -n) np=$2 ;;
+        -k) reps=$2 ;;
+        -r) rounds=$2 ;;
         -l) lat_max=$2 ;;
         -b) bw_max=$2 ;;
         -a) ar_max=$2 ;;
+        -t) tps=$2 ;;
         *) usage ;;
     esac
     shift 2
@@ -41,27 +50,58 @@ done
 mkdir -p "$out"
 mpiexec=${MPIEXEC:-mpiexec}
 
-run() { # run TRANSPORT NAME EXE ARGS...
-    tp=$1 name=$2
-    shift 2
-    echo "== $name, WEFT_TRANSPORT=$tp, $np ranks" >&2
+run() { # run TRANSPORT NAME K EXE ARGS...
+    tp=$1 name=$2 k=$3
+    shift 3
+    f=$out/${name}_${tp}_$k
+    echo "== $name, WEFT_TRANSPORT=$tp, $np ranks, run $k" >&2
     if [ "$tp" = auto ]; then
-        env -u WEFT_TRANSPORT "$mpiexec" -n "$np" "$@" --quiet --csv "$out/${name}_$tp.csv" \
-            > "$out/${name}_$tp.txt"
+        env -u WEFT_TRANSPORT "$mpiexec" -n "$np" "$@" -r "$rounds" --quiet --csv "$f.csv" > "$f.txt"
     else
-        env WEFT_TRANSPORT="$tp" "$mpiexec" -n "$np" "$@" --quiet --csv "$out/${name}_$tp.csv" \
-            > "$out/${name}_$tp.txt"
+        env WEFT_TRANSPORT="$tp" "$mpiexec" -n "$np" "$@" -r "$rounds" --quiet --csv "$f.csv" \
+            > "$f.txt"
     fi
-    cat "$out/${name}_$tp.txt"
 }
 
 status=0
-for tp in mpi ucx auto; do
-    if ! run "$tp" p2p_lat "$p2p" --mode lat -m "1:$lat_max" ||
-       ! run "$tp" p2p_bw "$p2p" --mode bw -m "1:$bw_max" ||
-       ! run "$tp" allreduce "$ar" -m "4:$ar_max"; then
-        echo "$0: WEFT_TRANSPORT=$tp failed (see above; ucx may not be built)" >&2
-        status=1
-    fi
+k=1
+while [ "$k" -le "$reps" ]; do
+    for tp in $tps; do
+        if ! run "$tp" p2p_lat "$k" "$p2p" --mode lat -T uint8 -m "1:$lat_max" ||
+           ! run "$tp" p2p_bw "$k" "$p2p" --mode bw -T uint8 -m "1:$bw_max" ||
+           ! run "$tp" allreduce "$k" "$ar" -m "4:$ar_max"; then
+            echo "$0: WEFT_TRANSPORT=$tp failed (see above; is UCX built?)" >&2
+            status=1
+        fi
+    done
+    k=$((k + 1))
 done
+
+if command -v python3 > /dev/null; then
+    python3 - "$out" $tps << 'PYEOF'
+import csv, glob, statistics, sys
+out, tps = sys.argv[1], sys.argv[2:]
+progs = [("p2p_lat", "weft", "mpi", "latency, us"), ("p2p_bw", "weft", "mpi", "bandwidth, MB/s"),
+         ("allreduce", "weft_us", "mpi_us", "latency, us")]
+for name, wcol, mcol, unit in progs:
+    data = {}
+    for tp in tps:
+        for f in sorted(glob.glob(f"{out}/{name}_{tp}_*.csv")):
+            for r in csv.DictReader(open(f)):
+                s = int(r["size_bytes"])
+                data.setdefault(s, {}).setdefault(tp, []).append(float(r[wcol]))
+                data[s].setdefault("MPI", []).append(float(r[mcol]))
+    if not data:
+        continue
+    cols = tps + ["MPI"]
+    print(f"\n# {name} ({unit}): median over runs; Weft per transport, MPI baseline from all runs")
+    print("%-10s" % "# size" + "".join("%14s" % ("weft-" + c if c != "MPI" else c) for c in cols))
+    for s in sorted(data):
+        row = "%-10d" % s
+        for c in cols:
+            v = data[s].get(c, [])
+            row += "%14.2f" % statistics.median(v) if v else "%14s" % "-"
+        print(row)
+PYEOF
+fi
 exit $status

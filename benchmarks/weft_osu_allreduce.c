@@ -8,12 +8,66 @@
  * Per size: median over rounds of the per-iteration average (max over ranks)
  * for Weft and for MPI, their ratio, and the algorithm weft_query_algo says
  * Weft used.
+ *
+ * -d DEVICE (or --device=DEVICE) says where Weft's side runs:
+ *   host         host buffers, a communicator without a stream (default);
+ *   host-stream  host buffers, the communicator bound to a host stream: each
+ *                iteration enqueues weft_allreduce and synchronises the stream
+ *                (the latency a CPU program using the stream model sees);
+ *   cuda         device buffers (cudaMalloc), the communicator bound to a CUDA
+ *                stream: each iteration enqueues weft_allreduce (NCCL or host
+ *                transfer, per size) and synchronises the stream. Needs a build
+ *                with the CUDA backend and a GPU (exit 77 without one).
+ * The MPI baseline always uses host buffers.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "bench_common.h"
+#include "weft_stream.h"
+#ifdef WEFT_BENCH_CUDA
+#include "weft_cuda.h"
+#endif
+
+/* ---- -d: where Weft's side runs ------------------------------------------------ */
+typedef enum bench_device { DEV_HOST = 0, DEV_HOST_STREAM, DEV_CUDA } bench_device_t;
+
+/* Take -d X / -dX / --device=X / --device X out of argv (bench_parse does not
+ * know it). Returns 0, or 2 after printing a usage error on rank 0. */
+static int take_device_opt(int *argc, char **argv, bench_device_t *dev, int rank)
+{
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "-d") == 0 || strcmp(argv[i], "--device") == 0) {
+            if (i + 1 >= *argc) {
+                if (rank == 0) fprintf(stderr, "error: %s needs a value (host, host-stream, cuda)\n", argv[i]);
+                return 2;
+            }
+            v = argv[++i];
+        } else if (strncmp(argv[i], "--device=", 9) == 0) {
+            v = argv[i] + 9;
+        } else if (strncmp(argv[i], "-d", 2) == 0) {
+            v = argv[i] + 2;
+        } else {
+            argv[out++] = argv[i];
+            continue;
+        }
+        if (strcmp(v, "host") == 0) *dev = DEV_HOST;
+        else if (strcmp(v, "host-stream") == 0) *dev = DEV_HOST_STREAM;
+        else if (strcmp(v, "cuda") == 0) *dev = DEV_CUDA;
+        else {
+            if (rank == 0) fprintf(stderr, "error: bad device '%s' (host, host-stream, cuda)\n", v);
+            return 2;
+        }
+    }
+    argv[out] = NULL;
+    *argc = out;
+    return 0;
+}
 
 typedef struct state {
     bench_ctx_t *b;
@@ -22,6 +76,9 @@ typedef struct state {
     size_t count;
     void *wsend, *wrecv; /* Weft's buffers */
     void *msend, *mrecv; /* MPI's buffers */
+    bench_device_t dev;
+    weft_comm_t wcomm;   /* the communicator Weft's side uses */
+    weft_stream_t stream; /* -d host-stream / cuda: the stream wcomm is bound to */
 } state_t;
 
 static int run_weft(void *ud, long iters, int round)
@@ -30,7 +87,10 @@ static int run_weft(void *ud, long iters, int round)
     (void)round;
     for (long i = 0; i < iters; i++) {
         weft_status_t st =
-            weft_allreduce(s->wsend, s->wrecv, s->count, s->dt, WEFT_SUM, s->b->comm);
+            weft_allreduce(s->wsend, s->wrecv, s->count, s->dt, WEFT_SUM, s->wcomm);
+        /* stream-bound: the call only enqueues; the result is there once the
+         * stream has run it */
+        if (st == WEFT_SUCCESS && s->stream) st = weft_stream_synchronize(s->stream);
         if (st != WEFT_SUCCESS) {
             bench_error(s->b, "weft_allreduce(count=%zu): %s (%s)", s->count, weft_status_name(st),
                         weft_strerror(st));
@@ -54,22 +114,107 @@ static int run_mpi(void *ud, long iters, int round)
     return 0;
 }
 
+/* -d host-stream / cuda: a stream, a communicator bound to it (collective over
+ * MPI_COMM_WORLD), and for cuda the device buffers. Returns 0, 1 on failure,
+ * 77 when -d cuda cannot run here (same on every rank). */
+static int device_setup(state_t *s, const bench_opts_t *o, size_t bytes)
+{
+    weft_status_t st = WEFT_SUCCESS;
+    int ok = 1, all = 0;
+    if (s->dev == DEV_HOST) return 0;
+    if (s->dev == DEV_HOST_STREAM) {
+        st = weft_stream_create_host(&s->stream);
+    } else {
+#ifdef WEFT_BENCH_CUDA
+        int n = 0, have = cudaGetDeviceCount(&n) == cudaSuccess && n > 0 && weft_cuda_available();
+        int allhave = 0;
+        MPI_Allreduce(&have, &allhave, 1, MPI_INT, MPI_MIN, s->b->ctl);
+        if (!allhave) {
+            bench_printf(s->b, "# -d cuda: no GPU or no CUDA device layer here: skipped\n");
+            return 77;
+        }
+        cudaSetDevice(s->b->rank % n);
+        if (cudaMalloc(&s->wsend, bytes ? bytes : 1) != cudaSuccess ||
+            cudaMalloc(&s->wrecv, bytes ? bytes : 1) != cudaSuccess)
+            st = WEFT_ERR_CUDA;
+        if (st == WEFT_SUCCESS) st = weft_stream_create_cuda(&s->stream);
+#else
+        (void)bytes;
+        bench_printf(s->b, "# -d cuda: this build has no CUDA backend: skipped\n");
+        return 77;
+#endif
+    }
+    if (st == WEFT_SUCCESS) st = weft_comm_create(MPI_COMM_WORLD, s->stream, &s->wcomm);
+    if (st == WEFT_SUCCESS && o->algo_given)
+        st = weft_comm_set_algo(s->wcomm, WEFT_COLL_ALLREDUCE, o->algo);
+    ok = st == WEFT_SUCCESS;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, s->b->ctl);
+    if (!all) {
+        bench_error(s->b, "-d: cannot set up the stream and its communicator: %s",
+                    weft_strerror(st));
+        return 1;
+    }
+    return 0;
+}
+
+/* -d cuda: copy the host-filled input to the device buffer. */
+static int device_fill(state_t *s, size_t count, weft_datatype_t dt)
+{
+#ifdef WEFT_BENCH_CUDA
+    if (s->dev != DEV_CUDA) return 0;
+    size_t bytes = count * weft_datatype_size(dt);
+    void *h = bench_alloc(bytes ? bytes : 1);
+    int rc = h == NULL;
+    if (h) {
+        bench_fill(h, count, dt, s->b->rank);
+        rc = cudaMemcpy(s->wsend, h, bytes, cudaMemcpyHostToDevice) != cudaSuccess;
+        free(h);
+    }
+    if (rc) bench_error(s->b, "-d cuda: cannot fill the device buffer");
+    return rc;
+#else
+    (void)s;
+    (void)count;
+    (void)dt;
+    return 0;
+#endif
+}
+
+static void device_teardown(state_t *s)
+{
+    if (s->wcomm && s->wcomm != s->b->comm) weft_comm_destroy(s->wcomm);
+    if (s->stream) weft_stream_destroy(s->stream);
+#ifdef WEFT_BENCH_CUDA
+    if (s->dev == DEV_CUDA) {
+        cudaFree(s->wsend);
+        cudaFree(s->wrecv);
+    }
+#endif
+}
+
 int main(int argc, char **argv)
 {
     bench_ctx_t b;
     bench_opts_t o;
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
+    bench_device_t device = DEV_HOST;
+    rc = take_device_opt(&argc, argv, &device, b.rank);
+    if (rc != 0) return bench_finalize(&b, rc);
     bench_spec_t spec = {"weft_osu_allreduce",
                          "Latency of weft_allreduce and of MPI_Allreduce in the same run "
                          "(interleaved, median over rounds).",
-                         NULL, NULL, NULL};
+                         "  -d, --device=DEV     host (default): host buffers, no stream;\n"
+                         "                       host-stream: comm bound to a host stream;\n"
+                         "                       cuda: device buffers, comm bound to a CUDA stream\n",
+                         NULL, NULL};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     rc = bench_apply_algo(&b, &o, WEFT_COLL_ALLREDUCE);
     if (rc != 0) return bench_finalize(&b, rc);
 
-    state_t s = {.b = &b, .dt = o.dtype, .mdt = bench_mpi_dtype(o.dtype)};
+    state_t s = {.b = &b, .dt = o.dtype, .mdt = bench_mpi_dtype(o.dtype), .dev = device,
+                 .wcomm = b.comm};
     const size_t esz = weft_datatype_size(o.dtype);
     const int have_mpi = s.mdt != MPI_DATATYPE_NULL;
     size_t maxcount = o.max_bytes / esz;
@@ -77,8 +222,12 @@ int main(int argc, char **argv)
         if (b.rank == 0) fprintf(stderr, "error: -m MAX too large for MPI's int count\n");
         return bench_finalize(&b, 2);
     }
-    s.wsend = bench_alloc(maxcount * esz);
-    s.wrecv = bench_alloc(maxcount * esz);
+    rc = device_setup(&s, &o, maxcount * esz);
+    if (rc != 0) goto out_free;
+    if (device != DEV_CUDA) {
+        s.wsend = bench_alloc(maxcount * esz);
+        s.wrecv = bench_alloc(maxcount * esz);
+    }
     s.msend = bench_alloc(maxcount * esz);
     s.mrecv = bench_alloc(maxcount * esz);
     int ok = s.wsend && s.wrecv && s.msend && s.mrecv, all_ok = 0;
@@ -87,8 +236,12 @@ int main(int argc, char **argv)
         rc = 1;
         goto out_free;
     }
-    bench_fill(s.wsend, maxcount, o.dtype, b.rank);
+    if (device != DEV_CUDA) bench_fill(s.wsend, maxcount, o.dtype, b.rank);
     bench_fill(s.msend, maxcount, o.dtype, b.rank);
+    if (device_fill(&s, maxcount, o.dtype) != 0) {
+        rc = 1;
+        goto out_free;
+    }
 
     bench_csv_t csv;
     if (bench_csv_open(&b, &csv, o.csv_path, "size_bytes,weft_us,mpi_us,ratio,algorithm") != 0) {
@@ -100,6 +253,13 @@ int main(int argc, char **argv)
     if (!have_mpi)
         bench_printf(&b, "# MPI has no %s datatype: no MPI baseline\n",
                      weft_datatype_name(o.dtype));
+    bench_printf(&b, "# Device: %s\n",
+                 device == DEV_HOST ? "host (host buffers, no stream)"
+                 : device == DEV_HOST_STREAM
+                     ? "host-stream (host buffers; comm bound to a host stream; enqueue + "
+                       "synchronize per iteration)"
+                     : "cuda (device buffers; comm bound to a CUDA stream; enqueue + synchronize "
+                       "per iteration; MPI on host buffers)");
     bench_printf(&b, "%-10s%18s%18s%12s  %s\n", "# Size", "Avg Latency(us)", "MPI Latency(us)",
                  "Weft/MPI", "Algorithm");
 
@@ -109,7 +269,7 @@ int main(int argc, char **argv)
             s.count = bytes / esz;
             weft_algo_t algo = WEFT_ALGO_AUTO;
             weft_status_t st =
-                weft_query_algo(b.comm, WEFT_COLL_ALLREDUCE, s.count, o.dtype, &algo);
+                weft_query_algo(s.wcomm, WEFT_COLL_ALLREDUCE, s.count, o.dtype, &algo);
             const char *aname = st == WEFT_SUCCESS && weft_algo_name(algo) ? weft_algo_name(algo)
                                                                            : "?";
             bench_variant_t v[2] = {{"weft", run_weft, &s}, {"mpi", run_mpi, &s}};
@@ -136,8 +296,11 @@ int main(int argc, char **argv)
     if (bench_csv_close(&csv) != 0) rc = 1;
 
 out_free:
-    free(s.wsend);
-    free(s.wrecv);
+    if (device != DEV_CUDA) {
+        free(s.wsend);
+        free(s.wrecv);
+    }
+    device_teardown(&s);
     free(s.msend);
     free(s.mrecv);
     return bench_finalize(&b, rc);

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "bench_common.h"
+#include "weft_stream.h"
 
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -41,6 +42,11 @@ typedef struct compute_mode {
     void (*compute)(void *ctx, double seconds);
     /** Release what setup made (may be NULL). */
     void (*teardown)(void *ctx);
+    /** Stream modes (NULL otherwise): the communicator Weft's collective runs
+     * on, and, after weft_wait, wait for the stream and return the compute
+     * seconds that ran on it (-1 on error). */
+    weft_comm_t (*comm)(void *ctx);
+    double (*sync)(void *ctx);
 } compute_mode_t;
 
 static volatile double busy_sink;
@@ -70,12 +76,91 @@ static int setup_device(bench_ctx_t *b, void **ctx)
     return 0;
 }
 
+/* --compute=stream: the communicator is bound to a host stream, and the
+ * compute is a task enqueued on that stream that sleeps for the compute time
+ * (standing in for a kernel). The host thread only enqueues; the collective
+ * and the task run concurrently (stream order: issue, task, weft_wait's stream
+ * wait), and the host synchronises with the stream after weft_wait. The MPI
+ * baseline gets the same task on the same stream while the host is in MPI_Wait. */
+typedef struct stream_mode {
+    weft_stream_t stream;
+    weft_comm_t comm;
+    double seconds;  /* the task's target, set before each enqueue */
+    double ran_s;    /* what the task measured, read after synchronize */
+    int slack_set;   /* the stream thread's timer slack was lowered */
+} stream_mode_t;
+
+static weft_status_t stream_task(void *arg)
+{
+    stream_mode_t *m = arg;
+#if defined(__linux__) && defined(PR_SET_TIMERSLACK)
+    if (!m->slack_set) { /* the stream's thread: the smallest timer slack, as setup_device */
+        (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+        m->slack_set = 1;
+    }
+#endif
+    double t0 = bench_now();
+    bench_sleep(m->seconds);
+    m->ran_s = bench_now() - t0;
+    return WEFT_SUCCESS;
+}
+
+static int setup_stream(bench_ctx_t *b, void **ctx)
+{
+    stream_mode_t *m = calloc(1, sizeof *m);
+    *ctx = m;
+    if (m == NULL) return 1;
+    setup_device(b, ctx); /* the smallest timer slack, for the task's sleeps */
+    *ctx = m;
+    weft_status_t st = weft_stream_create_host(&m->stream);
+    /* Collective over MPI_COMM_WORLD: every rank calls setup at the same point. */
+    if (st == WEFT_SUCCESS) st = weft_comm_create(MPI_COMM_WORLD, m->stream, &m->comm);
+    if (st != WEFT_SUCCESS) {
+        bench_error(b, "--compute=stream: cannot create a host stream and its communicator: %s",
+                    weft_strerror(st));
+        return 1;
+    }
+    return 0;
+}
+
+static void compute_stream(void *ctx, double seconds)
+{
+    stream_mode_t *m = ctx;
+    m->seconds = seconds;
+    m->ran_s = 0;
+    if (weft_stream_enqueue(m->stream, stream_task, m) != WEFT_SUCCESS) m->ran_s = -1;
+}
+
+static weft_comm_t comm_stream(void *ctx) { return ((stream_mode_t *)ctx)->comm; }
+
+static double sync_stream(void *ctx)
+{
+    stream_mode_t *m = ctx;
+    weft_status_t st = weft_stream_synchronize(m->stream);
+    if (st != WEFT_SUCCESS || m->ran_s < 0) return -1;
+    double r = m->ran_s;
+    m->ran_s = 0;
+    return r;
+}
+
+static void teardown_stream(void *ctx)
+{
+    stream_mode_t *m = ctx;
+    if (m == NULL) return;
+    if (m->comm) weft_comm_destroy(m->comm);
+    if (m->stream) weft_stream_destroy(m->stream);
+    free(m);
+}
+
 static const compute_mode_t compute_modes[] = {
-    {"busy", "CPU-busy loop on the calling thread (--compute=busy)", NULL, compute_busy, NULL},
+    {"busy", "CPU-busy loop on the calling thread (--compute=busy)", NULL, compute_busy, NULL,
+     NULL, NULL},
     {"device", "device-style: the calling thread sleeps (clock_nanosleep) as while a GPU computes "
                "(--compute=device)",
-     setup_device, compute_device, NULL},
-    /* A stream mode (work queued on the communicator's stream) goes here. */
+     setup_device, compute_device, NULL, NULL, NULL},
+    {"stream", "a task on the communicator's host stream that sleeps, as a kernel on a CUDA "
+               "stream (--compute=stream)",
+     setup_stream, compute_stream, teardown_stream, comm_stream, sync_stream},
 };
 #define N_COMPUTE_MODES ((int)(sizeof compute_modes / sizeof compute_modes[0]))
 
@@ -109,11 +194,24 @@ typedef struct state {
     double comp_us[2][BENCH_MAX_ROUNDS]; /* measured compute per iteration, per round */
 } state_t;
 
+/* Stream modes: wait for the stream; the compute time is what ran on it. */
+static int stream_sync(state_t *s, double compute_s, double *comp_acc)
+{
+    double ran = s->mode->sync(s->mode_ctx);
+    if (ran < 0) {
+        bench_error(s->b, "stream synchronisation failed (count=%zu)", s->count);
+        return 1;
+    }
+    if (compute_s > 0) *comp_acc += ran;
+    return 0;
+}
+
 static int weft_issue_wait(state_t *s, double compute_s, double *comp_acc)
 {
     weft_request_t req = WEFT_REQUEST_NULL;
+    weft_comm_t comm = s->mode->comm ? s->mode->comm(s->mode_ctx) : s->b->comm;
     weft_status_t st =
-        weft_iallreduce(s->wsend, s->wrecv, s->count, s->dt, WEFT_SUM, s->b->comm, &req);
+        weft_iallreduce(s->wsend, s->wrecv, s->count, s->dt, WEFT_SUM, comm, &req);
     if (st != WEFT_SUCCESS) {
         bench_error(s->b, "weft_iallreduce(count=%zu): %s (%s)", s->count, weft_status_name(st),
                     weft_strerror(st));
@@ -122,7 +220,7 @@ static int weft_issue_wait(state_t *s, double compute_s, double *comp_acc)
     if (compute_s > 0) {
         double t0 = bench_now();
         s->mode->compute(s->mode_ctx, compute_s);
-        *comp_acc += bench_now() - t0;
+        if (!s->mode->sync) *comp_acc += bench_now() - t0; /* stream modes: see stream_sync */
     }
     st = weft_wait(&req);
     if (st != WEFT_SUCCESS) {
@@ -130,6 +228,7 @@ static int weft_issue_wait(state_t *s, double compute_s, double *comp_acc)
                     weft_strerror(st));
         return 1;
     }
+    if (s->mode->sync && stream_sync(s, compute_s, comp_acc) != 0) return 1;
     return 0;
 }
 
@@ -145,13 +244,14 @@ static int mpi_issue_wait(state_t *s, double compute_s, double *comp_acc)
     if (compute_s > 0) {
         double t0 = bench_now();
         s->mode->compute(s->mode_ctx, compute_s);
-        *comp_acc += bench_now() - t0;
+        if (!s->mode->sync) *comp_acc += bench_now() - t0; /* stream modes: see stream_sync */
     }
     rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) {
         bench_error(s->b, "MPI_Wait(count=%zu) failed (code %d)", s->count, rc);
         return 1;
     }
+    if (s->mode->sync && stream_sync(s, compute_s, comp_acc) != 0) return 1;
     return 0;
 }
 
@@ -192,7 +292,10 @@ int main(int argc, char **argv)
         "Overlap of nonblocking allreduce with computation (OSU method), Weft and MPI side by "
         "side.",
         "  --compute=MODE       busy: a CPU loop that calls neither MPI nor Weft (default);\n"
-        "                       device: the caller sleeps, as a host thread while a GPU computes\n",
+        "                       device: the caller sleeps, as a host thread while a GPU computes;\n"
+        "                       stream: a task on the communicator's host stream sleeps, as a\n"
+        "                       kernel on a CUDA stream (the collective runs on a comm bound to\n"
+        "                       that stream; the host synchronises with it after the wait)\n",
         parse_extra, &ex};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
@@ -225,6 +328,10 @@ int main(int argc, char **argv)
     } else {
         mode_ready = ok;
     }
+    /* -a applies to a stream mode's communicator too */
+    if (ok && s->mode->comm && o.algo_given &&
+        weft_comm_set_algo(s->mode->comm(s->mode_ctx), WEFT_COLL_ALLREDUCE, o.algo) != WEFT_SUCCESS)
+        ok = 0;
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
         bench_error(&b, "setup failed (buffers of %zu bytes, compute mode %s)", maxcount * esz,
                     s->mode->name);

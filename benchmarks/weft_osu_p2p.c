@@ -12,10 +12,17 @@
  * Bandwidth: rank 0 posts W nonblocking sends, rank 1 W receives, then rank 1
  * answers with a 4-byte acknowledgement (as osu_bw); MB/s = W*size/time.
  * Ranks above 1 only take part in the timing barriers.
+ * --mpi-thread adds, on every rank, an application thread that polls MPI
+ * (MPI_Iprobe on a private communicator, then sched_yield) for the whole run:
+ * the situation of a training code that uses MPI from another thread while
+ * Weft communicates, where MPI's internal lock is contended.
  * Sizes double from MIN; with MIN = 1 the latency test also measures 0 bytes
  * first (as osu_latency). Default -m 1:4M.
  */
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,7 +179,29 @@ static int bw_mpi(void *ud, long iters, int round)
 typedef struct extra {
     int mode;   /* 1 latency, 2 bandwidth, 3 both */
     long window;
+    int mpi_thread;
 } extra_t;
+
+/* --mpi-thread: an application thread polling MPI until told to stop. */
+typedef struct noise {
+    MPI_Comm comm;
+    atomic_int stop;
+    long polls;
+} noise_t;
+
+static void *noise_main(void *p)
+{
+    noise_t *n = p;
+    while (!atomic_load_explicit(&n->stop, memory_order_relaxed)) {
+        int flag = 0;
+        if (MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, n->comm, &flag, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS)
+            break;
+        n->polls++;
+        sched_yield();
+    }
+    return NULL;
+}
 
 static int parse_extra(void *ud, const char *name, const char *value)
 {
@@ -183,6 +212,11 @@ static int parse_extra(void *ud, const char *name, const char *value)
         else if (strcmp(value, "bw") == 0 || strcmp(value, "bandwidth") == 0) e->mode = 2;
         else if (strcmp(value, "both") == 0) e->mode = 3;
         else return BENCH_OPT_BAD_VALUE;
+        return BENCH_OPT_OK;
+    }
+    if (strcmp(name, "mpi-thread") == 0) {
+        if (value != NULL) return BENCH_OPT_BAD_VALUE;
+        e->mpi_thread = 1;
         return BENCH_OPT_OK;
     }
     if (strcmp(name, "window") == 0) {
@@ -209,6 +243,7 @@ int main(int argc, char **argv)
                          "  --mode lat|bw|both   what to measure (default both)\n"
                          "  --window W           sends in flight for bandwidth (default 64, "
                          "at most 1024)\n"
+                         "  --mpi-thread         an extra thread polls MPI (MPI_Iprobe) all along\n"
                          "  (default -m 1:4M here; MIN = 1 also times 0-byte latency)\n",
                          parse_extra, &e};
     /* Default size range of osu_latency unless -m is given. */
@@ -262,6 +297,26 @@ int main(int argc, char **argv)
     bench_printf(&b, "# Ranks 0 and 1 communicate; MPI baseline on its own dup of "
                      "MPI_COMM_WORLD\n");
 
+    noise_t noise = {.comm = MPI_COMM_NULL};
+    pthread_t noise_th;
+    int noise_on = 0;
+    if (e.mpi_thread) {
+        if (MPI_Comm_dup(MPI_COMM_WORLD, &noise.comm) != MPI_SUCCESS) {
+            bench_error(&b, "MPI_Comm_dup for --mpi-thread failed");
+            rc = 1;
+            goto out_csv;
+        }
+        atomic_init(&noise.stop, 0);
+        noise_on = pthread_create(&noise_th, NULL, noise_main, &noise) == 0;
+        int all_on = 0;
+        if (MPI_Allreduce(&noise_on, &all_on, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_on) {
+            bench_error(&b, "cannot start the --mpi-thread thread");
+            rc = 1;
+            goto out_noise;
+        }
+        bench_printf(&b, "# --mpi-thread: another thread of every rank polls MPI_Iprobe all along\n");
+    }
+
     rc = 0;
     for (int pass = 1; pass <= 2 && rc == 0; pass++) {
         if (!(e.mode & pass)) continue;
@@ -300,6 +355,13 @@ int main(int argc, char **argv)
             if (bytes > o.max_bytes / 2) break;
         }
     }
+out_noise:
+    if (noise_on) {
+        atomic_store_explicit(&noise.stop, 1, memory_order_relaxed);
+        pthread_join(noise_th, NULL);
+    }
+    if (noise.comm != MPI_COMM_NULL) MPI_Comm_free(&noise.comm);
+out_csv:
     if (bench_csv_close(&csv) != 0) rc = 1;
 
 out_free:

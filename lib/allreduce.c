@@ -52,11 +52,6 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
     op->dtype = dtype;
     op->rop = rop;
     if (rop == WEFT_AVG) op->finish = finish_avg;
-    weft_status_t st = weft__stream_prepare(op);
-    if (st != WEFT_SUCCESS) {
-        weft__op_free(op);
-        return st;
-    }
     return weft__issue(op, req);
 }
 

@@ -92,7 +92,6 @@ static weft_status_t issue_coll(weft__comm_t *c, weft_coll_t coll, const void *s
     op->root = root;
     if (rop == WEFT_AVG && (coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_REDUCE))
         op->finish = coll == WEFT_COLL_REDUCE ? finish_avg_root : finish_avg_all;
-    weft__stream_prepare(op);
     return weft__issue(op, req);
 }
 
@@ -422,7 +421,6 @@ static weft_status_t issue_p2p(weft__comm_t *c, const weft__algo_impl_t *impl, c
     op->root = peer;
     op->user_tag = tag;
     if (second) memcpy(op->priv, second, sizeof *second);
-    weft__stream_prepare(op);
     return weft__issue(op, req);
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "device.h"
@@ -80,11 +81,30 @@ static void h_flag_set(weft__flag_t *f)
     syscall(SYS_futex, (uint32_t *)f->word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
-/* Stream thread: sleep until f is set. */
+/* Stream thread: wait until f is set. A stream waits on a flag only for a
+ * collective the engine runs, so while it waits it helps the engine progress
+ * (try-lock, as a host thread in weft_wait does), with the engine's backoff;
+ * after a while without progress it sleeps on the flag's futex (bounded, so
+ * it goes back to helping). */
 static void flag_block(weft__flag_t *f)
 {
-    while (atomic_load_explicit(f->word, memory_order_acquire) == 0)
-        syscall(SYS_futex, (uint32_t *)f->word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    unsigned idle = 0;
+    while (atomic_load_explicit(f->word, memory_order_acquire) == 0) {
+        if (weft__is_init() && weft__engine_inflight() > 0 && idle < 64) {
+            int w = weft__engine_try_progress();
+            if (w > 0) {
+                idle = 0;
+                continue;
+            }
+            weft__engine_backoff(idle++);
+            continue;
+        }
+        weft__engine_wake(); /* the engine carries on while this thread sleeps */
+        long us = weft__cfg.max_sleep_us > 0 ? weft__cfg.max_sleep_us : 50;
+        struct timespec ts = {0, us * 1000L};
+        syscall(SYS_futex, (uint32_t *)f->word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+        idle = idle >= 64 ? 0 : idle + 1; /* then help again */
+    }
 }
 
 /* ---- the executor ----------------------------------------------------------------- */

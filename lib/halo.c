@@ -457,7 +457,6 @@ static weft_status_t start(weft_halo_plan_t pl, void *buffer, int mode, int bloc
     op->rop = WEFT_SUM;
     op->arg = pl;
     op->user_tag = mode;
-    weft__stream_prepare(op);
     if (blocking) {
         st = weft__issue(op, NULL);
         goto release; /* done either way: the plan is free again */

@@ -34,14 +34,15 @@ static inline void move(int mode, char *buf, char *stage, size_t bytes, size_t n
     else weft__reduce(buf, stage, n, l->dtype, WEFT_SUM);
 }
 
-/* The strided case (one short run per row, e.g. a face of the fastest
- * dimension): loops specialised on direction and a constant run size so that
- * the copy compiles to a move or two instead of a memcpy call per row. */
+/* The strided cases (levels 1 and 2: one run per row, e.g. a face of the
+ * fastest dimension): rows are (o, a, b) with b the innermost loop; the
+ * loops are specialised on direction and a constant run size so that the
+ * copy compiles to a move or two instead of a memcpy call per row. */
 #define ROWS(COPY)                                                                 \
     for (size_t o = 0; o < l->outer; o++)                                          \
-        for (size_t i0 = 0; i0 < r->len[0]; i0++) {                                \
-            char *row = buf + (((o * e0 + s0 + i0) * e1 + s1) * e2 + s2) * es;     \
-            for (size_t i1 = 0; i1 < r->len[1]; i1++, row += stride, stage += rb) { \
+        for (size_t a = 0; a < na; a++) {                                          \
+            char *row = buf + (o * e0 + s0) * stride0 + a * stride_a + first;      \
+            for (size_t b = 0; b < nb; b++, row += stride_b, stage += rb) {        \
                 COPY;                                                              \
             }                                                                      \
         }
@@ -52,10 +53,15 @@ static inline void move(int mode, char *buf, char *stage, size_t bytes, size_t n
     } while (0)
 
 static void walk_rows(int mode, char *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
-                      char *stage, size_t rb, size_t run)
+                      char *stage, size_t rb, size_t run, int levels)
 {
-    size_t es = l->esize, s0 = r->start[0], s1 = r->start[1], s2 = r->start[2];
-    size_t e0 = l->ext[0], e1 = l->ext[1], e2 = l->ext[2], stride = e2 * es;
+    size_t es = l->esize, s0 = r->start[0];
+    size_t e0 = l->ext[0], e1 = l->ext[1], e2 = l->ext[2];
+    size_t stride0 = e1 * e2 * es;                             /* one step of dimension 0 */
+    size_t first = (r->start[1] * e2 + r->start[2]) * es;      /* offset inside a dim-0 slice */
+    size_t na, nb, stride_a, stride_b;
+    if (levels == 2) { na = r->len[0]; stride_a = stride0; nb = r->len[1]; stride_b = e2 * es; }
+    else { na = 1; stride_a = 0; nb = r->len[0]; stride_b = stride0; }
     if (mode == ADD) {
         ROWS(weft__reduce(row, stage, run, l->dtype, WEFT_SUM));
         return;
@@ -79,25 +85,15 @@ static void walk(int mode, char *buf, const weft__halo_layout_t *l, const weft__
     int levels;
     size_t run = run_len(l, r, &levels);
     size_t es = l->esize, rb = run * es;
-    size_t s0 = r->start[0], s1 = r->start[1], s2 = r->start[2];
-    size_t e0 = l->ext[0], e1 = l->ext[1], e2 = l->ext[2];
     if (rb == 0) return;
-    if (levels == 2) {
-        walk_rows(mode, buf, l, r, stage, rb, run);
+    if (levels > 0) {
+        walk_rows(mode, buf, l, r, stage, rb, run, levels);
         return;
     }
-    for (size_t o = 0; o < l->outer; o++) {
-        size_t base = o * e0;
-        if (levels == 0) {
-            move(mode, buf + (((base + s0) * e1 + s1) * e2 + s2) * es, stage, rb, run, l);
-            stage += rb;
-        } else {
-            for (size_t i0 = 0; i0 < r->len[0]; i0++) {
-                move(mode, buf + (((base + s0 + i0) * e1 + s1) * e2 + s2) * es, stage, rb, run, l);
-                stage += rb;
-            }
-        }
-    }
+    size_t e0 = l->ext[0], e1 = l->ext[1], e2 = l->ext[2];
+    for (size_t o = 0; o < l->outer; o++, stage += rb)
+        move(mode, buf + (((o * e0 + r->start[0]) * e1 + r->start[1]) * e2 + r->start[2]) * es, stage,
+             rb, run, l);
 }
 
 int weft__halo_contiguous(const weft__halo_layout_t *l, const weft__halo_region_t *r, size_t *offset)

@@ -43,6 +43,12 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
         weft__op_free(op);
         return WEFT_ERR_COMM_BROKEN;
     }
+    /* Every op passes here, so stream binding is decided in one place. */
+    st = weft__stream_prepare(op);
+    if (st != WEFT_SUCCESS) {
+        weft__op_free(op);
+        return st;
+    }
     if (op->sop != NULL) {
         /* Stream-bound: order the op after the stream's work; a blocking call
          * hands the op to the stream and returns at once (lib/stream.c). */
@@ -123,5 +129,6 @@ weft_status_t weft__coll_test(weft__op_t *op)
     if (st != WEFT_SUCCESS) return st;
     if (!done) return WEFT_INPROGRESS;
     op->nxfer = 0;
+    weft__engine_events++;
     return WEFT_SUCCESS;
 }

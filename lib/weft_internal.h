@@ -284,6 +284,9 @@ int weft__engine_try_progress(void);
 /** Back off after `idle` consecutive empty polls: spin, yield, then sleep
  * (capped by WEFT_MAX_SLEEP_US). Any thread. */
 void weft__engine_backoff(unsigned idle);
+/** Count of step transfers completed (engine side, under the progress lock):
+ * weft__coll_test bumps it so that progress passes see the work. */
+extern unsigned weft__engine_events;
 /** Make sure the engine thread is awake (before a caller sleeps). Any thread. */
 void weft__engine_wake(void);
 /** Number of ops issued and not yet completed, process-wide. */
@@ -372,7 +375,8 @@ weft_status_t weft__stream_comm_attach(weft__comm_t *comm);
 void weft__stream_comm_detach(weft__comm_t *comm);
 
 /** Set op->ready / stream hooks for an op on a stream-bound comm (no-op otherwise).
- * On error the op is untouched (the caller frees it). Caller thread, before weft__issue. */
+ * Called by weft__issue for every op. On error the op is untouched (the caller
+ * frees it). Caller thread. */
 weft_status_t weft__stream_prepare(weft__op_t *op);
 /** weft__issue, for an op with op->sop, after its tag is assigned and before it
  * is submitted: records the start flag on the stream (or launches the device

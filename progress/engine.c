@@ -145,16 +145,24 @@ static void finish_op(weft__op_t *op, weft_status_t st)
 static void report_stuck(weft__op_t *op, double now, const char *why)
 {
     WEFT__ERROR("%s: %s on comm %d (rank %d of %d), tag %u, algorithm %s, phase %d step %d, "
-                "%d transfers pending, %.1f s since issue",
+                "%d transfers pending, %.1f s since %s",
                 why, weft__opkind_name(op->kind), op->comm->id, op->comm->rank, op->comm->size,
                 op->tag, weft_algo_name(op->algo) ? weft_algo_name(op->algo) : "?", op->phase,
-                op->stepno, op->nxfer, now - op->t_issue);
+                op->stepno, op->nxfer, now - (op->started ? op->t_start : op->t_issue),
+                op->started ? "start" : "issue (never started)");
 }
 
-/* One pass over the active list. Returns the number of ops that advanced. */
+/* Transfers completed by algorithm steps (weft__coll_test), so that a pass
+ * that moved a long op forward counts as work and the backoff stays hot.
+ * Engine side only (under the progress lock). */
+unsigned weft__engine_events;
+
+/* One pass over the active list. Returns the amount of work done: ops started
+ * or completed, steps whose transfers completed, transport events. */
 static int progress_pass(void)
 {
     int work = 0;
+    unsigned events0 = weft__engine_events;
     drain_submissions();
     E.pass++;
     const weft__transport_t *ucx = weft__transport_ucx();
@@ -199,7 +207,9 @@ static int progress_pass(void)
             if (fail_all) {
                 report_stuck(op, now, "weft_finalize: operation did not complete");
                 st = WEFT_ERR_FINALIZING;
-            } else if (now - op->t_issue > weft__cfg.timeout_s) {
+            } else if (op->started && now - op->t_start > weft__cfg.timeout_s) {
+                /* Counted from the start: an op held back by long work on its
+                 * stream is not stuck. */
                 report_stuck(op, now, "hang watchdog (WEFT_TIMEOUT)");
                 st = WEFT_ERR_TIMEOUT;
             }
@@ -217,7 +227,7 @@ static int progress_pass(void)
         }
         op = next;
     }
-    return work;
+    return work + (int)(weft__engine_events - events0);
 }
 
 int weft__engine_try_progress(void)

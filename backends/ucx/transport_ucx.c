@@ -18,7 +18,7 @@
  * Receives match the full 64 bits (no wildcards). UCP matches on the
  * receiving worker only, so the comm id must be unique among the live
  * communicators of each process; comm_open agrees on an id that is free on
- * every member and not reused sooner than necessary (see comm_id_agree).
+ * every member and not reused sooner than necessary (see ucx_comm_open).
  *
  * Threading. The worker is created with UCS_THREAD_MODE_SERIALIZED and every
  * use of it (isend, irecv, testall, cancel, progress, endpoint creation and
@@ -27,6 +27,7 @@
  * user thread opens or closes a communicator. MPI calls are never made while
  * g_lock is held.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@
 #define UCX_MAX_RANKS (1u << UCX_RANK_BITS)    /* ranks per communicator */
 #define UCX_TAG_MASK_FULL UINT64_MAX
 
-/* A close that does not finish in this many seconds is forced (peer gone). */
+/* A close not finished in this many seconds is left to UCX (peer gone). */
 #define UCX_CLOSE_TIMEOUT_S 10.0
 /* A cancelled transfer not released in this many seconds is abandoned to UCX. */
 #define UCX_CANCEL_TIMEOUT_S 2.0
@@ -68,7 +69,7 @@ static _Atomic int g_ready;
 /* g_id_lock guards the table of comm ids in use in this process. */
 static pthread_mutex_t g_id_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned char g_id_used[UCX_MAX_IDS];
-static uint64_t g_id_next; /* next virtual comm id (see comm_id_agree) */
+static uint64_t g_id_next; /* next virtual comm id (see ucx_comm_open) */
 
 /* A byte to point at for zero-length messages with a NULL buffer. */
 static unsigned char g_zero_byte;
@@ -254,43 +255,10 @@ static void id_release(uint32_t id)
 }
 
 /**
- * Agree on a comm id that is free on every member: each proposes its lowest
- * free virtual id, the maximum is tried, and every member claims it; if any
- * member could not (another communicator took that slot meanwhile on some
- * thread), all release it and retry above it. Communicators created
- * concurrently on several threads therefore never share an id in a process.
- * Collective over comm->mpi. Caller thread.
- */
-static weft_status_t comm_id_agree(weft__comm_t *comm, uint32_t *out)
-{
-    uint64_t from = 0;
-    for (;;) {
-        uint64_t mine = id_lowest_free(from), cand = 0;
-        WEFT__MPI_CHECK(MPI_Allreduce(&mine, &cand, 1, MPI_UINT64_T, MPI_MAX, comm->mpi));
-        if (cand == UCX_NO_ID) {
-            WEFT__ERROR("UCX transport: no free communicator id (at most %u live UCX "
-                        "communicators per process)", UCX_MAX_IDS);
-            return WEFT_ERR_UNSUPPORTED;
-        }
-        int claimed = id_try_claim(cand), all = 0;
-        int rc = MPI_Allreduce(&claimed, &all, 1, MPI_INT, MPI_LAND, comm->mpi);
-        if (rc != MPI_SUCCESS) {
-            if (claimed) id_release((uint32_t)(cand % UCX_MAX_IDS));
-            return weft__mpi_error(rc, "MPI_Allreduce(claim comm id)", __FILE__, __LINE__);
-        }
-        if (all) {
-            *out = (uint32_t)(cand % UCX_MAX_IDS);
-            return WEFT_SUCCESS;
-        }
-        if (claimed) id_release((uint32_t)(cand % UCX_MAX_IDS));
-        from = cand + 1;
-    }
-}
-
-/**
  * Close the endpoints eps[0..n) (non-NULL ones) in flush mode, progressing
- * the worker until every close completed; a close still pending after
- * UCX_CLOSE_TIMEOUT_S is forced (a peer died). Takes g_lock per pass.
+ * the worker until every close completed (yielding the core between
+ * passes); a close still pending after UCX_CLOSE_TIMEOUT_S (a peer died) is
+ * left to UCX, released when the worker is destroyed, and reported. Takes g_lock per pass.
  * Caller thread. Returns WEFT_ERR_UCX (logged) if a close failed.
  */
 static weft_status_t close_endpoints(ucp_ep_h *eps, int n, int force)
@@ -342,6 +310,7 @@ static weft_status_t close_endpoints(ucp_ep_h *eps, int n, int force)
             pending--;
         }
         pthread_mutex_unlock(&g_lock);
+        if (pending > 0) sched_yield();
         if (pending > 0 && !forced_note && weft__now() - t0 > UCX_CLOSE_TIMEOUT_S) {
             /* The flush cannot finish: a peer stopped answering. Leave the
              * requests to UCX (they are released when the worker is destroyed)
@@ -376,6 +345,8 @@ static weft_status_t wait_progressing(MPI_Request *req)
         if (g_worker != NULL) ucp_worker_progress(g_worker);
         pthread_mutex_unlock(&g_lock);
         WEFT__MPI_CHECK(MPI_Test(req, &flag, MPI_STATUS_IGNORE));
+        /* Leave the core to the peers on an oversubscribed node. */
+        if (!flag) sched_yield();
     }
     return WEFT_SUCCESS;
 }
@@ -384,67 +355,116 @@ static weft_status_t wait_progressing(MPI_Request *req)
 /**
  * Open the UCX side of a communicator: start UCX if needed, agree on a comm
  * id, exchange worker addresses over comm->mpi and create an endpoint to
- * every rank. Collective over comm->mpi; every rank returns the same status.
- * Thread: the thread in weft_comm_create (any user thread); may run while the
- * engine progresses other communicators (serialised by g_lock).
+ * every rank. Four collectives on comm->mpi (MPI collectives are slow on an
+ * oversubscribed node, so they are merged):
+ *   1. MPI_Allreduce MAX of (worst start-up status, comm id proposal, longest
+ *      worker address): each member proposes its lowest free virtual id;
+ *   2. MPI_Allreduce MIN of (claimed the agreed id, allocated the address
+ *      table): if a member could not claim the id (another thread of that
+ *      process took it meanwhile), all release it and repeat 1-2 above it,
+ *      so communicators created concurrently never share an id;
+ *   3. MPI_Allgather of fixed-size records (length + address);
+ *   4. MPI_Allreduce of the endpoint-creation status.
+ * Every rank returns the same status; on failure nothing is left open.
+ * Collective over comm->mpi. Thread: the thread in weft_comm_create (any user
+ * thread); may run while the engine progresses other communicators
+ * (serialised by g_lock).
  */
 static weft_status_t ucx_comm_open(weft__comm_t *comm)
 {
-    weft_status_t st;
+    weft_status_t st = WEFT_SUCCESS, lst;
     ucx_comm_t *uc = NULL;
-    int *lens = NULL, *displs = NULL;
-    char *addrs = NULL;
+    unsigned char *recs = NULL;
     uint32_t id = UCX_MAX_IDS;
+    size_t rec = 0;
     const int p = comm->size;
 
-    st = agree_status(comm->mpi, ucx_global_init(), "UCX start-up");
-    if (st < 0) return st;
     if ((unsigned)p > UCX_MAX_RANKS) {
         /* The same on every rank: no need to agree. */
         WEFT__ERROR("UCX transport: communicator of %d ranks exceeds the %u ranks its tags "
                     "can name (use WEFT_TRANSPORT=mpi)", p, UCX_MAX_RANKS);
         return WEFT_ERR_UNSUPPORTED;
     }
-
-    WEFT__CHECK_GOTO(comm_id_agree(comm, &id), st, out);
-
-    /* Exchange worker addresses: lengths, then the addresses themselves. */
-    weft_status_t lst = WEFT_SUCCESS;
-    uc = calloc(1, sizeof(*uc) + (size_t)p * sizeof(ucp_ep_h));
-    lens = malloc((size_t)p * sizeof(int));
-    displs = malloc((size_t)p * sizeof(int));
-    if (uc == NULL || lens == NULL || displs == NULL) lst = WEFT_ERR_NO_MEMORY;
-    WEFT__CHECK_GOTO(agree_status(comm->mpi, lst, "allocation"), st, out);
-
-    int mylen = (int)g_addr_len; /* g_addr is immutable while comms are open */
-    WEFT__MPI_CHECK_GOTO(MPI_Allgather(&mylen, 1, MPI_INT, lens, 1, MPI_INT, comm->mpi), st,
-                         out);
-    size_t total = 0;
-    for (int i = 0; i < p; i++) {
-        displs[i] = (int)total;
-        total += (size_t)lens[i];
+    lst = ucx_global_init();
+    if (lst == WEFT_SUCCESS) {
+        uc = calloc(1, sizeof(*uc) + (size_t)p * sizeof(ucp_ep_h));
+        if (uc == NULL) lst = WEFT_ERR_NO_MEMORY;
     }
-    if (total > (size_t)INT32_MAX) {
-        WEFT__ERROR("UCX transport: worker addresses too large to exchange (%zu bytes)", total);
-        st = WEFT_ERR_UNSUPPORTED; /* same total on every rank */
-        goto out;
-    }
-    addrs = malloc(total > 0 ? total : 1);
-    WEFT__CHECK_GOTO(agree_status(comm->mpi, addrs ? WEFT_SUCCESS : WEFT_ERR_NO_MEMORY,
-                                  "allocation"), st, out);
-    WEFT__MPI_CHECK_GOTO(MPI_Allgatherv(g_addr, mylen, MPI_BYTE, addrs, lens, displs, MPI_BYTE,
-                                        comm->mpi), st, out);
+    /* g_addr is immutable while communicators are open (read after init). */
+    const uint64_t mylen = lst == WEFT_SUCCESS ? (uint64_t)g_addr_len : 0;
 
-    /* Endpoints, under g_lock (the engine may be progressing the worker). */
+    uint64_t from = 0;
+    for (;;) {
+        /* 1: status, id proposal, longest address */
+        uint64_t in1[3] = {(uint64_t)(-(int64_t)lst),
+                           lst == WEFT_SUCCESS ? id_lowest_free(from) : 0, mylen};
+        uint64_t out1[3] = {0, 0, 0};
+        WEFT__MPI_CHECK_GOTO(MPI_Allreduce(in1, out1, 3, MPI_UINT64_T, MPI_MAX, comm->mpi), st,
+                             out);
+        if (out1[0] != 0) {
+            st = (weft_status_t)(-(int64_t)out1[0]);
+            if (lst == WEFT_SUCCESS)
+                WEFT__ERROR("UCX transport: start-up failed on another rank (%s)",
+                            weft_status_name(st));
+            goto out;
+        }
+        if (out1[1] == UCX_NO_ID) {
+            WEFT__ERROR("UCX transport: no free communicator id (at most %u live UCX "
+                        "communicators per process)", UCX_MAX_IDS);
+            st = WEFT_ERR_UNSUPPORTED;
+            goto out;
+        }
+        if (out1[2] > (uint64_t)(INT32_MAX / 2) / (uint64_t)p) {
+            WEFT__ERROR("UCX transport: worker addresses too large to exchange (%llu bytes)",
+                        (unsigned long long)out1[2]);
+            st = WEFT_ERR_UNSUPPORTED;
+            goto out;
+        }
+        /* 2: claimed and allocated everywhere? */
+        if (recs == NULL) {
+            rec = sizeof(uint64_t) + (((size_t)out1[2] + 7) & ~(size_t)7);
+            recs = malloc((size_t)p * rec);
+        }
+        int claimed = id_try_claim(out1[1]);
+        int in2[2] = {claimed, recs != NULL}, out2[2] = {0, 0};
+        int rc = MPI_Allreduce(in2, out2, 2, MPI_INT, MPI_MIN, comm->mpi);
+        if (rc != MPI_SUCCESS) {
+            if (claimed) id_release((uint32_t)(out1[1] % UCX_MAX_IDS));
+            st = weft__mpi_error(rc, "MPI_Allreduce(claim comm id)", __FILE__, __LINE__);
+            goto out;
+        }
+        if (out2[0] && out2[1]) {
+            id = (uint32_t)(out1[1] % UCX_MAX_IDS);
+            break;
+        }
+        if (claimed) id_release((uint32_t)(out1[1] % UCX_MAX_IDS));
+        if (!out2[1]) {
+            WEFT__ERROR("UCX transport: cannot allocate the address table (%zu bytes) on %s",
+                        (size_t)p * rec, recs == NULL ? "this rank" : "another rank");
+            st = WEFT_ERR_NO_MEMORY;
+            goto out;
+        }
+        from = out1[1] + 1;
+    }
+
+    /* 3: every rank's worker address, one fixed-size record each */
+    unsigned char *mine = recs + (size_t)comm->rank * rec;
+    memcpy(mine, &mylen, sizeof(mylen));
+    memcpy(mine + sizeof(uint64_t), g_addr, (size_t)mylen);
+    WEFT__MPI_CHECK_GOTO(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recs, (int)rec,
+                                       MPI_BYTE, comm->mpi), st, out);
+
+    /* 4: endpoints, under g_lock (the engine may be progressing the worker) */
     uc->id = id;
     uc->size = p;
+    lst = WEFT_SUCCESS;
     pthread_mutex_lock(&g_lock);
     for (int i = 0; i < p && lst == WEFT_SUCCESS; i++) {
         ucp_ep_params_t eprm;
         memset(&eprm, 0, sizeof(eprm));
         eprm.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
                           UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-        eprm.address = (const ucp_address_t *)(addrs + displs[i]);
+        eprm.address = (const ucp_address_t *)(recs + (size_t)i * rec + sizeof(uint64_t));
         eprm.err_mode = UCP_ERR_HANDLING_MODE_NONE;
         ucs_status_t s = ucp_ep_create(g_worker, &eprm, &uc->eps[i]);
         if (s != UCS_OK) {
@@ -468,9 +488,7 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
 out:
     if (st < 0 && id < UCX_MAX_IDS) id_release(id);
     free(uc);
-    free(lens);
-    free(displs);
-    free(addrs);
+    free(recs);
     return st;
 }
 

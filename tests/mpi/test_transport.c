@@ -16,6 +16,8 @@
  *      progressed by the engine while the caller sits in MPI_Barrier;
  *   6. two communicators, same peers and tags: no cross-matching;
  *   7. two threads, each with its own communicator, exchanging concurrently;
+ *      then two threads creating communicators concurrently (on two MPI
+ *      duplicates) and exchanging on them;
  *   8. errors: invalid peer, and a message larger than the receive buffer,
  *      on a throw-away communicator.
  */
@@ -260,6 +262,7 @@ static void test_two_comms(mt_ctx_t *t)
 typedef struct thr_arg {
     mt_ctx_t *t;
     weft_comm_t comm;
+    MPI_Comm create_from; /* != MPI_COMM_NULL: the thread creates/destroys comm */
     int id;
     long errors;
 } thr_arg_t;
@@ -268,6 +271,15 @@ static void *thr_main(void *p)
 {
     thr_arg_t *a = p;
     int rank = a->t->rank, size = a->t->size;
+    if (a->create_from != MPI_COMM_NULL) {
+        weft_status_t cst = weft_comm_create(a->create_from, NULL, &a->comm);
+        if (cst != WEFT_SUCCESS) {
+            fprintf(stderr, "[%d] thread %d: weft_comm_create: %s\n", rank, a->id,
+                    weft_strerror(cst));
+            a->errors++;
+            return NULL;
+        }
+    }
     int right = (rank + 1) % size, left = (rank + size - 1) % size;
     enum { N = 20000, ITERS = 40 };
     uint8_t *sb = malloc(N), *rb = malloc(N);
@@ -296,6 +308,15 @@ static void *thr_main(void *p)
 out:
     free(sb);
     free(rb);
+    if (a->create_from != MPI_COMM_NULL && a->comm != NULL) {
+        weft_status_t dst = weft_comm_destroy(a->comm);
+        if (dst != WEFT_SUCCESS) {
+            fprintf(stderr, "[%d] thread %d: weft_comm_destroy: %s\n", rank, a->id,
+                    weft_strerror(dst));
+            a->errors++;
+        }
+        a->comm = NULL;
+    }
     return NULL;
 }
 
@@ -307,7 +328,8 @@ static void test_threads(mt_ctx_t *t)
     int started[NT] = {0};
     int created = 1;
     for (int i = 0; i < NT; i++) {
-        args[i] = (thr_arg_t){.t = t, .comm = NULL, .id = i, .errors = 0};
+        args[i] = (thr_arg_t){.t = t, .comm = NULL, .create_from = MPI_COMM_NULL, .id = i,
+                              .errors = 0};
         if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, NULL, &args[i].comm), WEFT_SUCCESS,
                        "weft_comm_create (thread)"))
             created = 0;
@@ -326,6 +348,31 @@ static void test_threads(mt_ctx_t *t)
         if (args[i].comm != NULL)
             MT_STATUS(t, weft_comm_destroy(args[i].comm), WEFT_SUCCESS,
                       "weft_comm_destroy (thread)");
+
+    /* Creation and destruction on the threads, concurrently. */
+    MPI_Comm dups[NT];
+    int ndup = 0;
+    for (int i = 0; i < NT; i++) {
+        if (MPI_Comm_dup(MPI_COMM_WORLD, &dups[i]) != MPI_SUCCESS) {
+            mt_error(t, "MPI_Comm_dup failed");
+            break;
+        }
+        ndup++;
+    }
+    if (ndup == NT) {
+        for (int i = 0; i < NT; i++) {
+            args[i] = (thr_arg_t){.t = t, .comm = NULL, .create_from = dups[i], .id = 10 + i,
+                                  .errors = 0};
+            started[i] = pthread_create(&th[i], NULL, thr_main, &args[i]) == 0;
+            MT_CHECK(t, started[i], "pthread_create (create) %d", i);
+        }
+        for (int i = 0; i < NT; i++)
+            if (started[i]) pthread_join(th[i], NULL);
+        for (int i = 0; i < NT; i++)
+            MT_CHECK(t, args[i].errors == 0, "thread %d (own comm): %ld errors", i,
+                     args[i].errors);
+    }
+    for (int i = 0; i < ndup; i++) MPI_Comm_free(&dups[i]);
 }
 
 /* 8. errors on a throw-away communicator */
