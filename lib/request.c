@@ -131,25 +131,36 @@ static bool is_done(weft__op_t *op)
     return atomic_load_explicit(&op->done, memory_order_acquire) != 0;
 }
 
+/*
+ * Wait for op: first drive progress on this thread (no hand-off for short
+ * ops), then hand the op to the engine and sleep on its futex. Only one
+ * thread per process polls at a time: a waiter that finds the engine
+ * holding the progress lock, or that polled a while without result, sleeps
+ * instead of spinning beside the engine (on a node with as many ranks as
+ * cores, two spinning threads per rank would starve the one that works).
+ */
 void weft__op_wait_done(weft__op_t *op)
 {
-    unsigned idle = 0;
+    unsigned idle = 0, limit = weft__g.oversubscribed ? 4 : 64;
     while (!is_done(op)) {
         int w = weft__engine_try_progress();
-        if (is_done(op)) break;
+        if (is_done(op)) return;
         if (w > 0) {
             idle = 0;
             continue;
         }
-        if (idle < 64 || w < 0) {
+        if (w == 0 && idle < limit) {
             weft__engine_backoff(idle++);
             continue;
         }
-        /* Long wait: hand progress to the engine and sleep until done. */
-        weft__engine_wake();
-        struct timespec ts = {0, 1000L * (weft__cfg.max_sleep_us > 0 ? weft__cfg.max_sleep_us : 50)};
+        break;
+    }
+    /* Hand over: the engine stays awake while ops are in flight and wakes
+     * this futex when the op completes; the timeout is only a safety net. */
+    weft__engine_wake();
+    while (!is_done(op)) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
         syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
-        idle++;
     }
 }
 

@@ -275,8 +275,10 @@ static void *engine_main(void *arg)
             idle = 0;
             continue;
         }
-        if (w == 0 && weft__engine_inflight() == 0) {
-            /* Idle: sleep until something is submitted. */
+        if (w == 0 && weft__engine_inflight() == 0 && idle >= (unsigned)spin_limit()) {
+            /* Idle for a while: sleep until something is submitted. The
+             * linger before (the spin of the backoff) keeps back-to-back
+             * nonblocking ops from paying a futex wake-up each. */
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
             atomic_store_explicit(&E.sleeping, 1, memory_order_seq_cst);
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL &&
