@@ -1,0 +1,103 @@
+#!/bin/bash
+# vs_pytorch.sh - training throughput (images/s) of Loom and of PyTorch on the
+# CPU, same model, batch, input and thread count, in one run:
+#   ResNet-20 on 1x28x28 (10 classes, batch 128)
+#   ResNet-18 and ResNet-50 on 3x224x224 (1000 classes, batch 32), synthetic data.
+# Each case runs REPEAT times, alternating Loom and PyTorch, and the table
+# gives each side's best `Img/sec` (the machine is shared: the 1-minute load
+# average is printed before every run) and the ratio Loom/PyTorch.  Loom's
+# time split by layer type (loom bench --profile) is printed with its runs.
+#
+# usage: loom/benchmarks/vs_pytorch.sh [path/to/loom]
+# environment: THREADS (default 2), CASES (default "resnet20 resnet18 resnet50"),
+#   REPEAT (default 2),
+#   ITERS/WARMUP (for ResNet-20; the 224x224 cases use fewer),
+#   LOOM_BENCH_VENV (default ~/.cache/loom-bench-venv: created with
+#   `pip install torch` from PyPI when missing).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+THREADS=${THREADS:-2}
+CASES=${CASES:-"resnet20 resnet18 resnet50"}
+ITERS=${ITERS:-10}
+WARMUP=${WARMUP:-2}
+REPEAT=${REPEAT:-2}
+VENV=${LOOM_BENCH_VENV:-$HOME/.cache/loom-bench-venv}
+
+LOOM=${1:-}
+if [ -z "$LOOM" ]; then
+    for c in "$root/build/loom/loom" "$root/builddir/loom/loom" "$root/loom/build/loom"; do
+        [ -x "$c" ] && LOOM=$c && break
+    done
+fi
+if [ -z "$LOOM" ] || [ ! -x "$LOOM" ]; then
+    echo "vs_pytorch.sh: loom binary not found; build it (meson setup build && ninja -C build) or pass its path" >&2
+    exit 2
+fi
+
+# --- the reference: PyTorch CPU from PyPI in a venv, else JAX, else none
+REF=none
+PY="$VENV/bin/python"
+if [ ! -x "$PY" ] || ! "$PY" -c "import torch" 2>/dev/null; then
+    echo "# creating $VENV and installing torch from PyPI (several minutes)..."
+    python3 -m venv "$VENV" && "$VENV/bin/pip" install -q torch >"$VENV.install.log" 2>&1
+fi
+if "$PY" -c "import torch" 2>/dev/null; then
+    REF=pytorch
+else
+    echo "# PyTorch could not be installed (see $VENV.install.log); trying JAX" >&2
+    if "$VENV/bin/pip" install -q jax >>"$VENV.install.log" 2>&1 && "$PY" -c "import jax" 2>/dev/null; then
+        echo "# JAX installed, but no JAX ResNet training benchmark is written yet: reporting Loom only" >&2
+    else
+        echo "# JAX could not be installed either: reporting Loom only" >&2
+    fi
+fi
+
+export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=1
+echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS"
+[ "$REF" = pytorch ] && echo "# reference: PyTorch $("$PY" -c 'import torch; print(torch.__version__)') (CPU)"
+echo "# loom: $LOOM"
+
+rate() { sed -n 's/^Img\/sec: \([0-9.]*\) +- \([0-9.]*\)$/\1 \2/p' "$1"; }
+
+tmp=$(mktemp -d /tmp/loom_vs.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+summary=""
+load() { cut -d' ' -f1 /proc/loadavg; }
+best() { awk 'BEGIN { b = 0; s = 0 } { if ($1 > b) { b = $1; s = $2 } } END { printf "%s %s", b, s }'; }
+for model in $CASES; do
+    case $model in
+    resnet18|resnet34|resnet50) args="--batch 32 --image 224 --channels 3 --classes 1000"; it=3; wu=1 ;;
+    *) args="--batch 128 --image 28 --channels 1 --classes 10"; it=$ITERS; wu=$WARMUP ;;
+    esac
+    echo
+    echo "## $model $args threads=$THREADS"
+    : >"$tmp/loom.rates"
+    : >"$tmp/torch.rates"
+    for r in $(seq 1 "$REPEAT"); do
+        echo "# run $r/$REPEAT: load average before loom: $(load)"
+        "$LOOM" bench --model "$model" $args --synthetic --threads "$THREADS" --iters "$it" \
+            --warmup "$wu" --profile >"$tmp/loom.out" 2>&1 || { cat "$tmp/loom.out"; exit 1; }
+        sed 's/^/loom    | /' "$tmp/loom.out"
+        rate "$tmp/loom.out" >>"$tmp/loom.rates"
+        if [ "$REF" = pytorch ]; then
+            echo "# run $r/$REPEAT: load average before pytorch: $(load)"
+            "$PY" -W ignore "$here/torch_resnet.py" --model "$model" $args --threads "$THREADS" \
+                --iters "$it" --warmup "$wu" >"$tmp/torch.out" 2>&1 || { cat "$tmp/torch.out"; exit 1; }
+            sed 's/^/pytorch | /' "$tmp/torch.out"
+            rate "$tmp/torch.out" >>"$tmp/torch.rates"
+        fi
+    done
+    lr=$(best <"$tmp/loom.rates")
+    tr=""
+    [ "$REF" = pytorch ] && tr=$(best <"$tmp/torch.rates")
+    line=$(awk -v m="$model" -v l="$lr" -v t="$tr" 'BEGIN {
+        split(l, a, " "); split(t, b, " ");
+        if (t == "") printf "%-10s %18s %18s %8s", m, a[1] " +- " a[2], "-", "-";
+        else printf "%-10s %18s %18s %7.2fx", m, a[1] " +- " a[2], b[1] " +- " b[2], a[1] / b[1] }')
+    summary="$summary$line"$'\n'
+done
+echo
+echo "# Training images/s (synthetic data, $THREADS threads, best of $REPEAT runs: Img/sec mean +- stdev)"
+printf '%-10s %18s %18s %8s\n' model loom "$REF" ratio
+printf '%s' "$summary"

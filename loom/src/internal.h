@@ -1,0 +1,34 @@
+/* internal.h - helpers shared by Loom's source files (not installed). */
+#ifndef LOOM_INTERNAL_H
+#define LOOM_INTERNAL_H
+
+#include "loom.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define LOOM_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define LOOM_MIN(a, b) ((a) < (b) ? (a) : (b))
+
+/* Check-and-propagate: jumps to label with status st set. */
+#define LOOM_CHECK_GOTO(expr, st, label) \
+    do {                                 \
+        (st) = (expr);                   \
+        if ((st) < 0)                    \
+            goto label;                  \
+    } while (0)
+
+void *loom__alloc(size_t bytes);   /* 64-byte aligned, zeroed; NULL on failure */
+void loom__free(void *p);
+
+/* Runs fn(arg, tid, nthreads) on every Loom thread (the caller is tid 0) and
+ * returns when all are done.  Called from inside a task, runs inline. */
+typedef void (*loom__task_fn)(void *arg, int tid, int nthreads);
+void loom__parallel(loom__task_fn fn, void *arg);
+/* Static split of [0, n) into nt parts: part tid is [begin, end). */
+void loom__range(size_t n, int tid, int nt, size_t *begin, size_t *end);
+
+/* y = x or y += x, split over the Loom threads. */
+void loom__copy_or_add(size_t n, const float *x, float *y, int accum);
+
+#endif

@@ -1,0 +1,446 @@
+/*
+ * layers.c - the non-convolution layers: batch normalisation, ReLU, sigmoid,
+ * max/average/global-average pooling, fully connected (sgemm), residual add,
+ * dropout and pixel shuffle.  Each has a forward and a backward function;
+ * backward functions overwrite dx, or add to it when accum_dx is set (an
+ * activation read by two layers receives the sum of both gradients).
+ */
+#include "internal.h"
+
+#include <cblas.h>
+#include <float.h>
+#include <math.h>
+
+static inline void put(float *dst, float v, int accum) { *dst = accum ? *dst + v : v; }
+
+/* ------------------------------------------------------------ batch norm */
+typedef struct {
+    const loom_bn_desc_t *d;
+    int training, accum_dx;
+    loom_shape_t s;
+    const float *x, *gamma, *beta, *save_mean, *save_invstd, *dy;
+    float *running_mean, *running_var, *save_mean_out, *save_invstd_out, *y, *dx, *dgamma, *dbeta;
+} bn_job_t;
+
+static void bn_fwd_task(void *arg, int tid, int nt)
+{
+    const bn_job_t *j = arg;
+    const loom_bn_desc_t *d = j->d;
+    const loom_shape_t s = j->s;
+    const int training = j->training;
+    const float *x = j->x, *gamma = j->gamma, *beta = j->beta;
+    float *running_mean = j->running_mean, *running_var = j->running_var;
+    float *save_mean = j->save_mean_out, *save_invstd = j->save_invstd_out, *y = j->y;
+    const size_t HW = (size_t)s.h * s.w, M = (size_t)s.n * HW;
+    size_t cb, ce;
+    loom__range((size_t)s.c, tid, nt, &cb, &ce);
+    for (int c = (int)cb; c < (int)ce; c++) {
+        float mean, invstd;
+        if (training) {
+            double sum = 0.0, sq = 0.0;
+            for (int i = 0; i < s.n; i++) {
+                const float *xc = x + ((size_t)i * s.c + c) * HW;
+                float part = 0.0f;
+                for (size_t p = 0; p < HW; p++)
+                    part += xc[p];
+                sum += part;
+            }
+            double dm = sum / (double)M;
+            for (int i = 0; i < s.n; i++) {
+                const float *xc = x + ((size_t)i * s.c + c) * HW;
+                float part = 0.0f, fm = (float)dm;
+                for (size_t p = 0; p < HW; p++) {
+                    float t = xc[p] - fm;
+                    part += t * t;
+                }
+                sq += part;
+            }
+            double var = sq / (double)M;
+            mean = (float)dm;
+            invstd = (float)(1.0 / sqrt(var + d->eps));
+            if (save_mean)
+                save_mean[c] = mean;
+            if (save_invstd)
+                save_invstd[c] = invstd;
+            if (running_mean && running_var) {
+                double unbiased = M > 1 ? var * (double)M / (double)(M - 1) : var;
+                running_mean[c] = (1.0f - d->momentum) * running_mean[c] + d->momentum * mean;
+                running_var[c] =
+                    (1.0f - d->momentum) * running_var[c] + d->momentum * (float)unbiased;
+            }
+        } else {
+            mean = running_mean[c];
+            invstd = 1.0f / sqrtf(running_var[c] + d->eps);
+        }
+        float a = gamma[c] * invstd, b = beta[c] - mean * a;
+        for (int i = 0; i < s.n; i++) {
+            const float *xc = x + ((size_t)i * s.c + c) * HW;
+            float *yc = y + ((size_t)i * s.c + c) * HW;
+            for (size_t p = 0; p < HW; p++)
+                yc[p] = xc[p] * a + b;
+        }
+    }
+}
+
+void loom_bn_forward(const loom_bn_desc_t *d, int training, loom_shape_t s, const float *x,
+                     const float *gamma, const float *beta, float *running_mean,
+                     float *running_var, float *save_mean, float *save_invstd, float *y)
+{
+    bn_job_t j = {.d = d, .training = training, .s = s, .x = x, .gamma = gamma, .beta = beta,
+                  .running_mean = running_mean, .running_var = running_var,
+                  .save_mean_out = save_mean, .save_invstd_out = save_invstd, .y = y};
+    loom__parallel(bn_fwd_task, &j);
+}
+
+static void bn_bwd_task(void *arg, int tid, int nt)
+{
+    const bn_job_t *j = arg;
+    const loom_shape_t s = j->s;
+    const float *x = j->x, *gamma = j->gamma, *save_mean = j->save_mean,
+                *save_invstd = j->save_invstd, *dy = j->dy;
+    float *dx = j->dx, *dgamma = j->dgamma, *dbeta = j->dbeta;
+    const int accum_dx = j->accum_dx;
+    const size_t HW = (size_t)s.h * s.w, M = (size_t)s.n * HW;
+    size_t cb, ce;
+    loom__range((size_t)s.c, tid, nt, &cb, &ce);
+    for (int c = (int)cb; c < (int)ce; c++) {
+        const float mean = save_mean[c], invstd = save_invstd[c];
+        double sdy = 0.0, sdyx = 0.0;
+        for (int i = 0; i < s.n; i++) {
+            const float *xc = x + ((size_t)i * s.c + c) * HW;
+            const float *gc = dy + ((size_t)i * s.c + c) * HW;
+            float a = 0.0f, b = 0.0f;
+            for (size_t p = 0; p < HW; p++) {
+                a += gc[p];
+                b += gc[p] * (xc[p] - mean);
+            }
+            sdy += a;
+            sdyx += b;
+        }
+        float sum_dy = (float)sdy, sum_dy_xhat = (float)(sdyx * invstd);
+        if (dgamma)
+            dgamma[c] += sum_dy_xhat;
+        if (dbeta)
+            dbeta[c] += sum_dy;
+        if (!dx)
+            continue;
+        /* dx = gamma*invstd * (dy - mean(dy) - xhat*mean(dy*xhat)) */
+        float k = gamma[c] * invstd;
+        float mdy = sum_dy / (float)M, mdx = sum_dy_xhat / (float)M;
+        float kx = k * mdx * invstd; /* coefficient of (x - mean) */
+        float k0 = -k * mdy + kx * mean;
+        for (int i = 0; i < s.n; i++) {
+            const float *xc = x + ((size_t)i * s.c + c) * HW;
+            const float *gc = dy + ((size_t)i * s.c + c) * HW;
+            float *oc = dx + ((size_t)i * s.c + c) * HW;
+            if (accum_dx) {
+                for (size_t p = 0; p < HW; p++)
+                    oc[p] += k * gc[p] - kx * xc[p] + k0;
+            } else {
+                for (size_t p = 0; p < HW; p++)
+                    oc[p] = k * gc[p] - kx * xc[p] + k0;
+            }
+        }
+    }
+}
+
+void loom_bn_backward(loom_shape_t s, const float *x, const float *gamma,
+                      const float *save_mean, const float *save_invstd, const float *dy,
+                      float *dx, int accum_dx, float *dgamma, float *dbeta)
+{
+    bn_job_t j = {.s = s, .x = x, .gamma = gamma, .save_mean = save_mean,
+                  .save_invstd = save_invstd, .dy = dy, .dx = dx, .accum_dx = accum_dx,
+                  .dgamma = dgamma, .dbeta = dbeta};
+    loom__parallel(bn_bwd_task, &j);
+}
+
+/* ---------------------------------------------------------- element-wise */
+typedef struct {
+    int op, accum;
+    size_t n;
+    const float *a, *b;
+    float *y;
+} ew_job_t;
+
+static void ew_task(void *arg, int tid, int nt)
+{
+    const ew_job_t *j = arg;
+    size_t b, e;
+    loom__range(j->n, tid, nt, &b, &e);
+    b &= ~(size_t)15; /* 64-byte aligned parts */
+    e = tid == nt - 1 ? j->n : (e & ~(size_t)15);
+    const float *x = j->a, *g = j->b;
+    float *y = j->y;
+    switch (j->op) {
+    case 0: /* relu */
+        for (size_t i = b; i < e; i++)
+            y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        break;
+    case 1: /* relu backward: x = y, g = dy */
+        if (j->accum)
+            for (size_t i = b; i < e; i++)
+                y[i] += x[i] > 0.0f ? g[i] : 0.0f;
+        else
+            for (size_t i = b; i < e; i++)
+                y[i] = x[i] > 0.0f ? g[i] : 0.0f;
+        break;
+    case 2: /* add */
+        for (size_t i = b; i < e; i++)
+            y[i] = x[i] + g[i];
+        break;
+    case 3: /* copy or accumulate */
+        if (j->accum)
+            for (size_t i = b; i < e; i++)
+                y[i] += x[i];
+        else
+            memcpy(y + b, x + b, sizeof(float) * (e - b));
+        break;
+    }
+}
+
+static void ew(int op, size_t n, const float *a, const float *b, float *y, int accum)
+{
+    ew_job_t j = {op, accum, n, a, b, y};
+    if (n < 4096)
+        ew_task(&j, 0, 1);
+    else
+        loom__parallel(ew_task, &j);
+}
+
+void loom__copy_or_add(size_t n, const float *x, float *y, int accum) { ew(3, n, x, NULL, y, accum); }
+
+void loom_relu_forward(size_t n, const float *x, float *y) { ew(0, n, x, NULL, y, 0); }
+
+void loom_relu_backward(size_t n, const float *y, const float *dy, float *dx, int accum_dx)
+{
+    ew(1, n, y, dy, dx, accum_dx);
+}
+
+void loom_sigmoid_forward(size_t n, const float *x, float *y)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = v >= 0.0f ? 1.0f / (1.0f + expf(-v)) : expf(v) / (1.0f + expf(v));
+    }
+}
+
+void loom_sigmoid_backward(size_t n, const float *y, const float *dy, float *dx, int accum_dx)
+{
+    for (size_t i = 0; i < n; i++)
+        put(&dx[i], dy[i] * y[i] * (1.0f - y[i]), accum_dx);
+}
+
+void loom_add_forward(size_t n, const float *a, const float *b, float *y) { ew(2, n, a, b, y, 0); }
+
+/* --------------------------------------------------------------- pooling */
+static int pool_out(int in, int k, int s, int p) { return loom_conv_out_size(in, k, s, p, 1); }
+
+void loom_maxpool_forward(const loom_pool_desc_t *d, loom_shape_t s, const float *x, float *y,
+                          int32_t *argmax)
+{
+    const int ho = pool_out(s.h, d->kh, d->stride_h, d->pad_h);
+    const int wo = pool_out(s.w, d->kw, d->stride_w, d->pad_w);
+    for (size_t nc = 0; nc < (size_t)s.n * s.c; nc++) {
+        const float *xc = x + nc * s.h * s.w;
+        float *yc = y + nc * ho * wo;
+        int32_t *ac = argmax + nc * ho * wo;
+        for (int oh = 0; oh < ho; oh++)
+            for (int ow = 0; ow < wo; ow++) {
+                float best = -FLT_MAX;
+                int32_t bi = -1;
+                for (int ki = 0; ki < d->kh; ki++) {
+                    int ih = oh * d->stride_h - d->pad_h + ki;
+                    if (ih < 0 || ih >= s.h)
+                        continue;
+                    for (int kj = 0; kj < d->kw; kj++) {
+                        int iw = ow * d->stride_w - d->pad_w + kj;
+                        if (iw < 0 || iw >= s.w)
+                            continue;
+                        float v = xc[ih * s.w + iw];
+                        if (bi < 0 || v > best) {
+                            best = v;
+                            bi = ih * s.w + iw;
+                        }
+                    }
+                }
+                yc[oh * wo + ow] = bi < 0 ? 0.0f : best;
+                ac[oh * wo + ow] = bi;
+            }
+    }
+}
+
+void loom_maxpool_backward(const loom_pool_desc_t *d, loom_shape_t s, const float *dy,
+                           const int32_t *argmax, float *dx, int accum_dx)
+{
+    const int ho = pool_out(s.h, d->kh, d->stride_h, d->pad_h);
+    const int wo = pool_out(s.w, d->kw, d->stride_w, d->pad_w);
+    if (!accum_dx)
+        memset(dx, 0, sizeof(float) * loom_shape_count(s));
+    for (size_t nc = 0; nc < (size_t)s.n * s.c; nc++) {
+        float *xc = dx + nc * s.h * s.w;
+        const float *gc = dy + nc * ho * wo;
+        const int32_t *ac = argmax + nc * ho * wo;
+        for (int i = 0; i < ho * wo; i++)
+            if (ac[i] >= 0)
+                xc[ac[i]] += gc[i];
+    }
+}
+
+void loom_avgpool_forward(const loom_pool_desc_t *d, loom_shape_t s, const float *x, float *y)
+{
+    const int ho = pool_out(s.h, d->kh, d->stride_h, d->pad_h);
+    const int wo = pool_out(s.w, d->kw, d->stride_w, d->pad_w);
+    const float inv = 1.0f / (float)(d->kh * d->kw);
+    for (size_t nc = 0; nc < (size_t)s.n * s.c; nc++) {
+        const float *xc = x + nc * s.h * s.w;
+        float *yc = y + nc * ho * wo;
+        for (int oh = 0; oh < ho; oh++)
+            for (int ow = 0; ow < wo; ow++) {
+                float acc = 0.0f;
+                for (int ki = 0; ki < d->kh; ki++) {
+                    int ih = oh * d->stride_h - d->pad_h + ki;
+                    if (ih < 0 || ih >= s.h)
+                        continue;
+                    for (int kj = 0; kj < d->kw; kj++) {
+                        int iw = ow * d->stride_w - d->pad_w + kj;
+                        if (iw >= 0 && iw < s.w)
+                            acc += xc[ih * s.w + iw];
+                    }
+                }
+                yc[oh * wo + ow] = acc * inv;
+            }
+    }
+}
+
+void loom_avgpool_backward(const loom_pool_desc_t *d, loom_shape_t s, const float *dy, float *dx,
+                           int accum_dx)
+{
+    const int ho = pool_out(s.h, d->kh, d->stride_h, d->pad_h);
+    const int wo = pool_out(s.w, d->kw, d->stride_w, d->pad_w);
+    const float inv = 1.0f / (float)(d->kh * d->kw);
+    if (!accum_dx)
+        memset(dx, 0, sizeof(float) * loom_shape_count(s));
+    for (size_t nc = 0; nc < (size_t)s.n * s.c; nc++) {
+        float *xc = dx + nc * s.h * s.w;
+        const float *gc = dy + nc * ho * wo;
+        for (int oh = 0; oh < ho; oh++)
+            for (int ow = 0; ow < wo; ow++) {
+                float g = gc[oh * wo + ow] * inv;
+                for (int ki = 0; ki < d->kh; ki++) {
+                    int ih = oh * d->stride_h - d->pad_h + ki;
+                    if (ih < 0 || ih >= s.h)
+                        continue;
+                    for (int kj = 0; kj < d->kw; kj++) {
+                        int iw = ow * d->stride_w - d->pad_w + kj;
+                        if (iw >= 0 && iw < s.w)
+                            xc[ih * s.w + iw] += g;
+                    }
+                }
+            }
+    }
+}
+
+void loom_gap_forward(loom_shape_t s, const float *x, float *y)
+{
+    const size_t HW = (size_t)s.h * s.w;
+    const float inv = 1.0f / (float)HW;
+    for (size_t nc = 0; nc < (size_t)s.n * s.c; nc++) {
+        const float *xc = x + nc * HW;
+        float acc = 0.0f;
+        for (size_t p = 0; p < HW; p++)
+            acc += xc[p];
+        y[nc] = acc * inv;
+    }
+}
+
+void loom_gap_backward(loom_shape_t s, const float *dy, float *dx, int accum_dx)
+{
+    const size_t HW = (size_t)s.h * s.w;
+    const float inv = 1.0f / (float)HW;
+    for (size_t nc = 0; nc < (size_t)s.n * s.c; nc++) {
+        float g = dy[nc] * inv, *xc = dx + nc * HW;
+        if (accum_dx)
+            for (size_t p = 0; p < HW; p++)
+                xc[p] += g;
+        else
+            for (size_t p = 0; p < HW; p++)
+                xc[p] = g;
+    }
+}
+
+/* -------------------------------------------------------- fully connected */
+void loom_fc_forward(int n, int in, int out, const float *x, const float *weight,
+                     const float *bias, float *y)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, weight, in, 0.0f,
+                y, out);
+    if (bias)
+        for (int i = 0; i < n; i++)
+            for (int o = 0; o < out; o++)
+                y[(size_t)i * out + o] += bias[o];
+}
+
+void loom_fc_backward(int n, int in, int out, const float *x, const float *weight,
+                      const float *dy, float *dx, int accum_dx, float *dweight, float *dbias)
+{
+    if (dweight)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, 1.0f,
+                    dweight, in);
+    if (dbias)
+        for (int i = 0; i < n; i++)
+            for (int o = 0; o < out; o++)
+                dbias[o] += dy[(size_t)i * out + o];
+    if (dx)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, weight, in,
+                    accum_dx ? 1.0f : 0.0f, dx, in);
+}
+
+/* ---------------------------------------------------------------- dropout */
+void loom_dropout_forward(size_t n, float p, loom_rng_t *rng, const float *x, float *y,
+                          float *mask)
+{
+    const float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float m = loom_rng_uniform(rng) < p ? 0.0f : scale;
+        mask[i] = m;
+        y[i] = x[i] * m;
+    }
+}
+
+void loom_dropout_backward(size_t n, const float *mask, const float *dy, float *dx, int accum_dx)
+{
+    for (size_t i = 0; i < n; i++)
+        put(&dx[i], dy[i] * mask[i], accum_dx);
+}
+
+/* ---------------------------------------------------------- pixel shuffle */
+/* y[n][c][h*r+i][w*r+j] = x[n][c*r*r + i*r + j][h][w] */
+void loom_pixel_shuffle_forward(loom_shape_t in, int r, const float *x, float *y)
+{
+    const int co = in.c / (r * r), H = in.h, W = in.w, Wo = W * r;
+    for (int n = 0; n < in.n; n++)
+        for (int c = 0; c < co; c++)
+            for (int i = 0; i < r; i++)
+                for (int j = 0; j < r; j++) {
+                    const float *xc = x + (((size_t)n * in.c) + (size_t)c * r * r + i * r + j) * H * W;
+                    float *yc = y + ((size_t)n * co + c) * (size_t)H * r * Wo;
+                    for (int h = 0; h < H; h++)
+                        for (int w = 0; w < W; w++)
+                            yc[(size_t)(h * r + i) * Wo + w * r + j] = xc[h * W + w];
+                }
+}
+
+void loom_pixel_shuffle_backward(loom_shape_t in, int r, const float *dy, float *dx, int accum_dx)
+{
+    const int co = in.c / (r * r), H = in.h, W = in.w, Wo = W * r;
+    for (int n = 0; n < in.n; n++)
+        for (int c = 0; c < co; c++)
+            for (int i = 0; i < r; i++)
+                for (int j = 0; j < r; j++) {
+                    float *xc = dx + (((size_t)n * in.c) + (size_t)c * r * r + i * r + j) * H * W;
+                    const float *yc = dy + ((size_t)n * co + c) * (size_t)H * r * Wo;
+                    for (int h = 0; h < H; h++)
+                        for (int w = 0; w < W; w++)
+                            put(&xc[h * W + w], yc[(size_t)(h * r + i) * Wo + w * r + j], accum_dx);
+                }
+}
