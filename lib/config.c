@@ -37,6 +37,10 @@ static const weft__config_var_t vars[] = {
     {"WEFT_MAX_SLEEP_US", "100", "longest sleep of the engine's backoff while work is in flight"},
     {"WEFT_MEASURE", "1",
      "measure alpha, beta and gamma at communicator creation (0: use built-in defaults)"},
+    {"WEFT_NCCL_MIN_BYTES", "65536",
+     "device buffers: NCCL from this many bytes up, host transfer below"},
+    {"WEFT_CUDA_MEMOPS", "1",
+     "CUDA stream flags with cuStreamWrite/WaitValue32 (0: event fallback)"},
     {NULL, NULL, NULL},
 };
 
@@ -60,6 +64,20 @@ static weft_status_t parse_long(const char *name, long lo, long hi, long *out)
     while (*end && isspace((unsigned char)*end)) end++;
     if (errno || end == v || *end || x < lo || x > hi) {
         WEFT__ERROR("%s=\"%s\" is not an integer in [%ld, %ld]", name, v, lo, hi);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    *out = x;
+    return WEFT_SUCCESS;
+}
+
+static weft_status_t parse_ull(const char *name, unsigned long long *out)
+{
+    const char *v = value_of(name);
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || v[0] == '-') {
+        WEFT__ERROR("%s=\"%s\" is not a non-negative integer", name, v);
         return WEFT_ERR_INVALID_ARG;
     }
     *out = x;
@@ -137,6 +155,11 @@ weft_status_t weft__config_load(void)
     c.max_sleep_us = (int)l;
     WEFT__CHECK(parse_long("WEFT_MEASURE", 0, 1, &l));
     c.measure = (int)l;
+    unsigned long long ull;
+    WEFT__CHECK(parse_ull("WEFT_NCCL_MIN_BYTES", &ull));
+    c.nccl_min_bytes = (size_t)ull;
+    WEFT__CHECK(parse_long("WEFT_CUDA_MEMOPS", 0, 1, &l));
+    c.cuda_memops = (int)l;
 
     weft__cfg = c;
     return WEFT_SUCCESS;

@@ -38,7 +38,6 @@
 
 /* Device buffers: NCCL from this many bytes (when NCCL is built and usable),
  * host transfer below. WEFT_NCCL_MIN_BYTES overrides it (read once). */
-#define NCCL_MIN_BYTES_DEFAULT ((size_t)64 * 1024)
 
 typedef enum path { PATH_HOST = 0, PATH_STAGED, PATH_NCCL } path_t;
 
@@ -95,21 +94,6 @@ static weft_status_t sop_status_fn(void *arg)
     /* acquire: pairs with the release in weft__stream_op_complete. */
     atomic_thread_fence(memory_order_acquire);
     return so->status < 0 ? so->status : WEFT_SUCCESS;
-}
-
-/* ---- configuration ------------------------------------------------------------- */
-static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-static size_t nccl_min_bytes = NCCL_MIN_BYTES_DEFAULT;
-
-static void cfg_load(void)
-{
-    const char *v = getenv("WEFT_NCCL_MIN_BYTES");
-    if (v != NULL && *v) {
-        char *end;
-        unsigned long long n = strtoull(v, &end, 10);
-        if (*end == '\0') nccl_min_bytes = (size_t)n;
-        else WEFT__WARN("WEFT_NCCL_MIN_BYTES=%s is not a number; using %zu", v, nccl_min_bytes);
-    }
 }
 
 /* ---- the NCCL algorithm: polls the kernel, never moves data itself ----------- */
@@ -183,7 +167,6 @@ weft_status_t weft__stream_comm_attach(weft__comm_t *comm)
         WEFT__ERROR("weft_comm_create: the stream is not a valid Weft stream");
         return WEFT_ERR_INVALID_ARG;
     }
-    pthread_once(&cfg_once, cfg_load);
     comm_stream_t *cs = calloc(1, sizeof *cs);
     if (cs == NULL) return WEFT_ERR_NO_MEMORY;
     cs->s = s;
@@ -253,7 +236,7 @@ weft_algo_t weft__stream_query_algo(weft__comm_t *c, weft_coll_t coll, size_t by
         bool forced = atomic_load_explicit(&c->force_algo[coll], memory_order_relaxed) !=
                           WEFT_ALGO_AUTO ||
                       weft__cfg.force_algo[coll] != WEFT_ALGO_AUTO;
-        if (!forced && bytes >= nccl_min_bytes) return WEFT_ALGO_NCCL;
+        if (!forced && bytes >= weft__cfg.nccl_min_bytes) return WEFT_ALGO_NCCL;
     }
     if (host_choice == WEFT_ALGO_NCCL && coll == WEFT_COLL_ALLREDUCE)
         return weft__select_model(coll, c->size, bytes, dtype, &c->cost, NULL);
@@ -285,7 +268,7 @@ weft_status_t weft__stream_prepare(weft__op_t *op)
                          (atomic_load_explicit(&c->force_algo[WEFT_COLL_ALLREDUCE],
                                                memory_order_relaxed) == WEFT_ALGO_AUTO &&
                           weft__cfg.force_algo[WEFT_COLL_ALLREDUCE] == WEFT_ALGO_AUTO &&
-                          op->bytes >= nccl_min_bytes);
+                          op->bytes >= weft__cfg.nccl_min_bytes);
         const weft__nccl_backend_t *nb = weft__nccl_backend();
         if (want_nccl && cs->nccl != NULL && nb->supports(op->dtype, op->rop)) {
             path = PATH_NCCL;

@@ -35,6 +35,8 @@ typedef struct weft__config {
     int spin;                                /* WEFT_SPIN: empty polls before yielding */
     int max_sleep_us;                        /* WEFT_MAX_SLEEP_US: engine backoff cap */
     int measure;                             /* WEFT_MEASURE: measure alpha/beta at comm create */
+    size_t nccl_min_bytes;                   /* WEFT_NCCL_MIN_BYTES */
+    int cuda_memops;                         /* WEFT_CUDA_MEMOPS */
 } weft__config_t;
 
 extern weft__config_t weft__cfg;

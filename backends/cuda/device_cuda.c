@@ -398,9 +398,7 @@ const weft__device_t *weft__cuda_device_load(void)
         if (D.wait32 == NULL) D.wait32 = (pfn_value32_t)dlsym(D.lib, "cuStreamWaitValue32");
         D.errstr = (pfn_errstr_t)dlsym(D.lib, "cuGetErrorString");
     }
-    const char *env = getenv("WEFT_CUDA_MEMOPS");
-    int allowed = !(env != NULL && strcmp(env, "0") == 0);
-    D.memops = allowed && D.write32 != NULL && D.wait32 != NULL;
+    D.memops = weft__cfg.cuda_memops && D.write32 != NULL && D.wait32 != NULL;
     WEFT__INFO("CUDA: %d device(s); stream flags via %s", n,
                D.memops ? "cuStreamWriteValue32/cuStreamWaitValue32" : "events (fallback)");
     return &cuda_device;
