@@ -55,7 +55,7 @@ fi
 
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=1
 echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS"
-[ "$REF" = pytorch ] && echo "# reference: PyTorch $("$PY" -c 'import torch; print(torch.__version__)') (CPU)"
+[ "$REF" = pytorch ] && echo "# reference: PyTorch $("$PY" -W ignore -c 'import torch; print(torch.__version__)') (CPU)"
 echo "# loom: $LOOM"
 
 rate() { sed -n 's/^Img\/sec: \([0-9.]*\) +- \([0-9.]*\)$/\1 \2/p' "$1"; }

@@ -95,9 +95,10 @@ int loom_dp_notify(loom_dp_t *dp, size_t ready_from);
  * (pad = (k-1)/2, dilation 1) and any stride dividing the tiles, batch norm
  * (statistics summed over the group: the split model computes what the
  * unsplit one does), ReLU, sigmoid, add, pixel shuffle.  Before each
- * convolution the input's halo (width pad below, k-1-pad-(stride-1) above,
+ * convolution the input's halo (width pad below, max(0, k-stride-pad) above,
  * corners included) is exchanged with weft_halo_*; on backward the halo's
- * gradient is added back to its owner (weft_halo_accumulate).  Weight
+ * gradient is added back to its owner (weft_halo_start_accumulate, while
+ * the weight gradient is computed, then weft_halo_wait).  Weight
  * gradients are this rank's part: the sum over the group is the unsplit
  * model's gradient (loom_dp with WEFT_SUM over the group does it). */
 

@@ -35,12 +35,14 @@ static const char *par_usage =
     "  mesh:   --mesh-size N (cells per side, a multiple of 8; default 128)\n"
     "          --width X (width multiplier, default 0.125; 1 = full)\n"
     "          --train-samples N (default 64) --test-samples N (default 16) --pos-weight X (4)\n"
+    "          --mesh-write FILE: write train+test generated samples to FILE and exit\n"
+    "          --mesh-file FILE: train on FILE's samples (the last --test-samples are the test set)\n"
     "  --memory-probe      one forward+backward step, print memory per rank, exit\n"
     "ends with: final: pixel_precision=A pixel_recall=B test_loss=L images_per_s=R comm_wait_share=S\n"
     "      (resnet: final: test_accuracy=A test_loss=L images_per_s=R comm_wait_share=S)\n";
 
 typedef struct {
-    const char *model, *data, *data_dir;
+    const char *model, *data, *data_dir, *mesh_file, *mesh_write;
     int dp, sh, sw, blocking, batch, epochs, steps, threads, interval;
     int limit_train, limit_test, image, channels, classes;
     int mesh, mesh_size, train_samples, test_samples, memory_probe;
@@ -73,7 +75,7 @@ static int bad(int rank, const char *fmt, const char *a)
 static int parse(int argc, char **argv, pargs_t *a, int rank)
 {
     *a = (pargs_t){.model = "mesh", .data = "fashion-mnist", .dp = 0, .sh = 1, .sw = 1,
-                   .batch = 0, .epochs = 1, .threads = 1, .interval = 10, .image = 28,
+                   .batch = -1, .epochs = 1, .threads = 1, .interval = 10, .image = 28,
                    .channels = 1, .classes = 10, .mesh_size = 128, .train_samples = 64,
                    .test_samples = 16, .bucket_mb = 25, .lr = 0.05, .momentum = 0.9, .wd = 5e-4,
                    .width = 0.125, .pos_weight = 4, .seed = 1};
@@ -99,6 +101,8 @@ static int parse(int argc, char **argv, pargs_t *a, int rank)
         if (!strcmp(k, "--model")) a->model = v;
         else if (!strcmp(k, "--data")) a->data = v;
         else if (!strcmp(k, "--data-dir")) a->data_dir = v;
+        else if (!strcmp(k, "--mesh-file")) a->mesh_file = v;
+        else if (!strcmp(k, "--mesh-write")) a->mesh_write = v;
         else if (!strcmp(k, "--dp-mode")) {
             if (!strcmp(v, "overlap")) a->blocking = 0;
             else if (!strcmp(v, "blocking")) a->blocking = 1;
@@ -137,8 +141,8 @@ static int parse(int argc, char **argv, pargs_t *a, int rank)
         else return bad(rank, "unknown option %s", k);
     }
     a->mesh = !strcmp(a->model, "mesh");
-    if (!a->batch)
-        a->batch = a->mesh ? 4 : 32;
+    if (a->batch < 0)
+        a->batch = a->mesh ? 4 : 32; /* not given */
     if (a->batch < 1 || a->epochs < 1 || a->threads < 1 || a->interval < 1 || a->bucket_mb <= 0 ||
         a->width <= 0 || a->mesh_size < 8 || a->train_samples < 1 || a->test_samples < 0)
         return bad(rank, "%s", "batch, epochs, threads, interval, bucket size, width, mesh size and "
@@ -263,9 +267,10 @@ typedef struct {
     float *x, *y; /* n tiles */
 } tiles_t;
 
-/* Generates samples first + g*stride_g ... (the group's shard) and keeps this rank's tile. */
-static int make_tiles(tiles_t *t, const loom_mesh_desc_t *md, uint64_t first, int count, int oy,
-                      int ox, int th, int tw)
+/* Samples first .. first+count-1, generated (set NULL) or taken from a
+ * loaded set; keeps this rank's tile of each. */
+static int make_tiles(tiles_t *t, const loom_mesh_desc_t *md, const loom_mesh_set_t *set,
+                      uint64_t first, int count, int oy, int ox, int th, int tw)
 {
     size_t N = (size_t)md->h * md->w, T = (size_t)th * tw;
     float *fx = malloc(sizeof(float) * N * LOOM_MESH_CHANNELS), *fy = malloc(sizeof(float) * N);
@@ -278,8 +283,13 @@ static int make_tiles(tiles_t *t, const loom_mesh_desc_t *md, uint64_t first, in
     if (!fx || !fy || !t->x || !t->y)
         st = loom_error(LOOM_ERR_NOMEM, "mesh: out of memory for %d samples", count);
     for (int i = 0; st == LOOM_OK && i < count; i++) {
-        if ((st = loom_mesh_sample(md, first + (uint64_t)i, fx, fy)) < 0)
+        if (set) {
+            memcpy(fx, set->x + (first + (uint64_t)i) * N * LOOM_MESH_CHANNELS,
+                   sizeof(float) * N * LOOM_MESH_CHANNELS);
+            memcpy(fy, set->y + (first + (uint64_t)i) * N, sizeof(float) * N);
+        } else if ((st = loom_mesh_sample(md, first + (uint64_t)i, fx, fy)) < 0) {
             break;
+        }
         for (int c = 0; c <= LOOM_MESH_CHANNELS; c++) {
             const float *src = c < LOOM_MESH_CHANNELS ? fx + (size_t)c * N : fy;
             float *dst = c < LOOM_MESH_CHANNELS ? t->x + ((size_t)i * LOOM_MESH_CHANNELS + c) * T
@@ -385,6 +395,7 @@ static int run_mesh(run_t *r, const pargs_t *a)
 {
     int N = a->mesh_size, S = a->sh * a->sw, B = a->batch, D = a->dp, rc = 1, st;
     tiles_t tr = {0}, te = {0};
+    loom_mesh_set_t set = {0};
     int *order = NULL;
     if (N % 8 || N / 8 < a->sh || N / 8 < a->sw) {
         if (r->rank == 0)
@@ -400,8 +411,41 @@ static int run_mesh(run_t *r, const pargs_t *a)
         return run_fail(r, "cannot build the mesh model");
     if (S > 1 && loom_spatial_create(&r->sp, r->m, r->lay.spatial, a->sh, a->sw, oy, ox, N, N) < 0)
         return run_fail(r, "cannot split the model");
+    loom_mesh_desc_t md = LOOM_MESH_DESC_INIT;
+    md.h = md.w = N;
+    md.seed = (uint64_t)a->seed;
+    if (a->mesh_write) {
+        /* rank 0 writes train + test samples (indices 0..), the others wait */
+        st = r->rank == 0 ? loom_mesh_write(&md, 0, a->train_samples + a->test_samples, a->mesh_write)
+                          : LOOM_OK;
+        int ws = weft_barrier(r->lay.world);
+        if (st < 0)
+            return run_fail(r, "writing the mesh samples");
+        if (ws != WEFT_SUCCESS) {
+            loom_weft_error(ws, "weft_barrier");
+            return run_fail(r, "writing the mesh samples");
+        }
+        if (r->rank == 0)
+            printf("wrote %d samples of %dx%d cells (seed %ld) to %s\n",
+                   a->train_samples + a->test_samples, N, N, a->seed, a->mesh_write);
+        return 0;
+    }
+    int train_count = a->train_samples;
+    if (a->mesh_file) {
+        if (loom_mesh_read(&set, a->mesh_file) < 0)
+            return run_fail(r, "reading the mesh samples");
+        if (set.h != N || set.w != N || set.count <= a->test_samples) {
+            if (r->rank == 0)
+                fprintf(stderr, "loom: %s holds %d samples of %dx%d cells; --mesh-size is %d and "
+                                "--test-samples %d (the last samples are the test set)\n",
+                        a->mesh_file, set.count, set.h, set.w, N, a->test_samples);
+            loom_mesh_set_free(&set);
+            return EXIT_USAGE;
+        }
+        train_count = set.count - a->test_samples;
+    }
     /* each group trains on its shard of the samples */
-    int per_group = a->train_samples / D, steps = per_group / B;
+    int per_group = train_count / D, steps = per_group / B;
     if (a->memory_probe) {
         if (setup_common(r, a, 1) < 0)
             return run_fail(r, "setup");
@@ -409,25 +453,29 @@ static int run_mesh(run_t *r, const pargs_t *a)
     }
     if (steps < 1) {
         if (r->rank == 0)
-            fprintf(stderr, "loom: --train-samples %d is less than one step of %d groups x batch %d\n",
-                    a->train_samples, D, B);
+            fprintf(stderr, "loom: %d training samples are less than one step of %d groups x batch %d\n",
+                    train_count, D, B);
+        loom_mesh_set_free(&set);
         return EXIT_USAGE;
     }
     if (a->steps && a->steps < steps)
         steps = a->steps;
-    if (setup_common(r, a, (long)steps * a->epochs) < 0)
+    if (setup_common(r, a, (long)steps * a->epochs) < 0) {
+        loom_mesh_set_free(&set);
         return run_fail(r, "setup");
-    loom_mesh_desc_t md = LOOM_MESH_DESC_INIT;
-    md.h = md.w = N;
-    md.seed = (uint64_t)a->seed;
+    }
     double tg = loom_now();
     int test_per_group = (a->test_samples / D / B) * B;
-    if (make_tiles(&tr, &md, (uint64_t)r->lay.group * per_group, steps * B, oy, ox, th, tw) < 0 ||
-        make_tiles(&te, &md, 1000000u + (uint64_t)r->lay.group * test_per_group, test_per_group, oy, ox,
-                   th, tw) < 0) {
-        rc = run_fail(r, "generating the mesh data");
+    /* generated test samples come from index 1000000 on; in a file they follow the training ones */
+    uint64_t test0 = a->mesh_file ? (uint64_t)train_count : 1000000u;
+    if (make_tiles(&tr, &md, a->mesh_file ? &set : NULL, (uint64_t)r->lay.group * per_group, steps * B,
+                   oy, ox, th, tw) < 0 ||
+        make_tiles(&te, &md, a->mesh_file ? &set : NULL, test0 + (uint64_t)r->lay.group * test_per_group,
+                   test_per_group, oy, ox, th, tw) < 0) {
+        rc = run_fail(r, "preparing the mesh data");
         goto out;
     }
+    loom_mesh_set_free(&set);
     if (r->rank == 0) {
         printf("# loom train: model mesh %dx%d width %g, %zu parameters, %.1f MFLOPs/sample; "
                "%d ranks = %d sample groups x spatial %dx%d (tile %dx%d); batch %d per group "
@@ -435,8 +483,8 @@ static int run_mesh(run_t *r, const pargs_t *a)
                N, N, a->width, loom_model_param_count(r->m), loom_model_flops(r->m) * 1e-6 * S,
                r->lay.world_size, D, a->sh, a->sw, th, tw, B, B * D, steps, a->epochs,
                a->blocking ? "blocking" : "overlap", a->bucket_mb, a->threads);
-        printf("# data: %d train + %d test samples per group generated in %.1f s (not timed)\n",
-               steps * B, test_per_group, loom_now() - tg);
+        printf("# data: %d train + %d test samples per group %s in %.1f s (not timed)\n",
+               steps * B, test_per_group, a->mesh_file ? "read" : "generated", loom_now() - tg);
         fflush(stdout);
     }
     size_t T = (size_t)th * tw;
@@ -540,6 +588,7 @@ static int run_mesh(run_t *r, const pargs_t *a)
                t_train > 0 ? t_wait / t_train : 0.0);
     rc = 0;
 out:
+    loom_mesh_set_free(&set);
     free(order);
     tiles_free(&tr);
     tiles_free(&te);

@@ -3,7 +3,8 @@
 # mismatched layouts are refused with exit status 2 and a message; the mesh
 # model split over 2 spatial ranks (1x2 overlap, 2x1 blocking) prints the
 # same losses and test metrics as one process (within 1e-3); ResNet data parallel prints
-# the final line with comm_wait_share and the bucket/algorithm summary.
+# the final line with comm_wait_share and the bucket/algorithm summary;
+# mesh samples written to a file (--mesh-write) train like generated ones.
 set -u
 MPIEXEC=$1
 LOOM=$2
@@ -42,6 +43,17 @@ same() {
 if same "$tmp/one.s" "$tmp/s12.s"; then ok; else bad "1x2 differs from 1 rank: $(diff "$tmp/one.s" "$tmp/s12.s")"; fi
 if same "$tmp/one.s" "$tmp/s21.s"; then ok; else bad "2x1 differs from 1 rank: $(diff "$tmp/one.s" "$tmp/s21.s")"; fi
 if grep -Eq '^final: pixel_precision=[0-9.]+ pixel_recall=[0-9.]+ test_loss=[0-9.]+ images_per_s=[0-9.]+ comm_wait_share=[0-9.]+$' "$tmp/s12"; then ok; else bad "mesh final line: $(grep final "$tmp/s12")"; fi
+
+# samples written to a file and read back train exactly as generated ones
+# (the same training indices 0..7; the test set differs, so compare steps only)
+"$MPIEXEC" -n 2 "$LOOM" train $M --test-samples 4 --mesh-write "$tmp/m.bin" >"$tmp/w" 2>&1 || bad "mesh-write failed: $(cat "$tmp/w")"
+"$MPIEXEC" -n 2 "$LOOM" train $M --spatial 2x1 --mesh-file "$tmp/m.bin" >"$tmp/f" 2>&1 || bad "mesh-file run failed: $(tail -3 "$tmp/f")"
+grep '^epoch .* step' "$tmp/one.s" >"$tmp/one.t"
+strip "$tmp/f" | grep '^epoch .* step' >"$tmp/f.t"
+if same "$tmp/one.t" "$tmp/f.t"; then ok; else bad "training from the file differs: $(diff "$tmp/one.t" "$tmp/f.t")"; fi
+"$MPIEXEC" -n 1 "$LOOM" train --model mesh --mesh-size 64 --mesh-file "$tmp/m.bin" >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'holds 12 samples of 32x32' "$tmp/e"; then ok; else bad "mesh-file size mismatch: rc $rc $(cat "$tmp/e")"; fi
 
 "$MPIEXEC" -n 2 "$LOOM" train --model resnet8 --synthetic --data-parallel 2 --batch 4 --image 16 --steps 3 --bucket-mb 0.05 >"$tmp/r" 2>&1 || bad "resnet dp failed: $(tail -3 "$tmp/r")"
 if grep -Eq '^final: test_accuracy=[0-9.]+ test_loss=[0-9.]+ images_per_s=[0-9.]+ comm_wait_share=[0-9.]+$' "$tmp/r"; then ok; else bad "resnet final line"; fi
