@@ -33,8 +33,15 @@ static const weft__config_var_t vars[] = {
     {"WEFT_TRACE", "", "write a Chrome/Perfetto trace of the engine to this path (.RANK added)"},
     {"WEFT_TRANSPORT", "auto", "host transport: auto|mpi|ucx"},
     {"WEFT_RING_CHUNK", "262144", "ring pipeline chunk, bytes (0 = one chunk per block)"},
-    {"WEFT_SPIN", "2000", "empty progress polls before the engine and waiters start to yield"},
-    {"WEFT_MAX_SLEEP_US", "100", "longest sleep of the engine's backoff while work is in flight"},
+    {"WEFT_SPIN", "100", "empty progress passes before the engine starts to yield its core"},
+    {"WEFT_MAX_SLEEP_US", "100",
+     "longest sleep of the engine's backoff while work is in flight (oversubscribed nodes)"},
+    {"WEFT_LINGER_US", "1000",
+     "the engine stays awake (yielding) this long after its last op before it sleeps "
+     "(0 on oversubscribed nodes)"},
+    {"WEFT_WAIT_SPIN_US", "1000",
+     "a waiting caller drives progress this long before it hands the op to the engine and "
+     "sleeps (10 on oversubscribed nodes at most)"},
     {"WEFT_MEASURE", "1",
      "measure alpha, beta and gamma at communicator creation (0: use built-in defaults)"},
     {"WEFT_NCCL_MIN_BYTES", "65536",
@@ -153,6 +160,10 @@ weft_status_t weft__config_load(void)
     c.spin = (int)l;
     WEFT__CHECK(parse_long("WEFT_MAX_SLEEP_US", 0, 1000000, &l));
     c.max_sleep_us = (int)l;
+    WEFT__CHECK(parse_long("WEFT_LINGER_US", 0, 10000000, &l));
+    c.linger_us = (int)l;
+    WEFT__CHECK(parse_long("WEFT_WAIT_SPIN_US", 0, 10000000, &l));
+    c.wait_spin_us = (int)l;
     WEFT__CHECK(parse_long("WEFT_MEASURE", 0, 1, &l));
     c.measure = (int)l;
     unsigned long long ull;

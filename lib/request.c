@@ -7,6 +7,7 @@
  * instead of touching someone else's operation.
  */
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -125,6 +126,13 @@ void weft__op_complete(weft__op_t *op, weft_status_t status)
     syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
+static inline void cpu_relax_wait(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static bool is_done(weft__op_t *op)
 {
     /* acquire: pairs with the release store in weft__op_complete. */
@@ -132,29 +140,51 @@ static bool is_done(weft__op_t *op)
 }
 
 /*
- * Wait for op: first drive progress on this thread (no hand-off for short
- * ops), then hand the op to the engine and sleep on its futex. Only one
- * thread per process polls at a time: a waiter that finds the engine
- * holding the progress lock, or that polled a while without result, sleeps
- * instead of spinning beside the engine (on a node with as many ranks as
- * cores, two spinning threads per rank would starve the one that works).
+ * Wait for op.
+ *
+ * Blocking calls drive their op on this thread for up to WEFT_WAIT_SPIN_US
+ * (no thread hand-off for short ops; the engine keeps out of the way while
+ * a waiter polls, so one thread per process polls), then hand the op to the
+ * engine and sleep on its futex.
+ *
+ * Nonblocking ops belong to the engine, which has been driving them while
+ * the caller computed: the waiter makes one progress pass (a short op may
+ * finish there), then watches the op's completion word, yielding its core
+ * to the engine, and sleeps on the futex after the same budget. Taking over
+ * the lock instead would interrupt an engine that is mid-way through the
+ * op, and on a node whose cores are all busy the thread that waits must not
+ * compete with the thread that works.
  */
 void weft__op_wait_done(weft__op_t *op)
 {
-    unsigned idle = 0, limit = weft__g.oversubscribed ? 4 : 64;
-    while (!is_done(op)) {
-        int w = weft__engine_try_progress();
-        if (is_done(op)) return;
-        if (w > 0) {
-            idle = 0;
-            continue;
+    if (is_done(op)) return;
+    double budget = 1e-6 * (weft__g.oversubscribed && weft__cfg.wait_spin_us > 10
+                                ? 10 : weft__cfg.wait_spin_us);
+    double t_end = weft__now() + budget;
+    unsigned idle = 0;
+    if (op->nonblocking) {
+        weft__engine_try_progress();
+        while (!is_done(op)) {
+            if ((++idle & 15) == 0 && weft__now() > t_end) break;
+            sched_yield();
         }
-        if (w == 0 && idle < limit) {
-            weft__engine_backoff(idle++);
-            continue;
+    } else {
+        weft__engine_waiter(+1);
+        while (!is_done(op)) {
+            int w = weft__engine_try_progress();
+            if (is_done(op)) break;
+            if (w > 0) {
+                idle = 0;
+                continue;
+            }
+            if ((++idle & 15) == 0 && weft__now() > t_end) break;
+            /* w < 0: the lock holder may be preempted; let it run. */
+            if (w < 0 || weft__g.oversubscribed) sched_yield();
+            else cpu_relax_wait();
         }
-        break;
+        weft__engine_waiter(-1);
     }
+    if (is_done(op)) return;
     /* Hand over: the engine stays awake while ops are in flight and wakes
      * this futex when the op completes; the timeout is only a safety net. */
     weft__engine_wake();

@@ -208,16 +208,26 @@ static weft_status_t pingpong(weft__comm_t *c, void *buf, int bytes, int iters, 
     return WEFT_SUCCESS;
 }
 
+/*
+ * alpha, beta: ping-pongs of 8 B, 64 KiB and 1 MiB. Beta is the slope
+ * between the two large sizes; alpha is that line's intercept (at least the
+ * 8 B time). The intercept, not the 8 B latency: the algorithms' messages
+ * that matter for a choice are large enough to use the transport's
+ * rendezvous protocol, whose handshake costs several small-message
+ * latencies. gamma: the float32 sum kernel on 256 Ki elements.
+ */
 static weft_status_t measure(weft__comm_t *c, weft__cost_t *out)
 {
-    enum { BIG = 1 << 20, SMALL = 8 };
+    enum { BIG = 1 << 20, MID = 64 << 10, SMALL = 8 };
     weft_status_t st = WEFT_SUCCESS;
     char *buf = calloc(2, BIG);
     if (buf == NULL) return WEFT_ERR_NO_MEMORY;
-    double t_small = 0, t_big = 0;
+    double t_small = 0, t_mid = 0, t_big = 0;
     if (c->rank <= 1) {
         WEFT__CHECK_GOTO(pingpong(c, buf, SMALL, 2, &t_small), st, out); /* warm up */
         WEFT__CHECK_GOTO(pingpong(c, buf, SMALL, 31, &t_small), st, out);
+        WEFT__CHECK_GOTO(pingpong(c, buf, MID, 2, &t_mid), st, out);
+        WEFT__CHECK_GOTO(pingpong(c, buf, MID, 15, &t_mid), st, out);
         WEFT__CHECK_GOTO(pingpong(c, buf, BIG, 1, &t_big), st, out);
         WEFT__CHECK_GOTO(pingpong(c, buf, BIG, 7, &t_big), st, out);
     }
@@ -229,8 +239,9 @@ static weft_status_t measure(weft__comm_t *c, weft__cost_t *out)
         g[i] = (weft__now() - t0) / BIG;
     }
     qsort(g, 5, sizeof g[0], cmp_double);
-    out->alpha = t_small > 0 ? t_small : default_cost.alpha;
-    out->beta = t_big > t_small ? (t_big - t_small) / (BIG - SMALL) : default_cost.beta;
+    out->beta = t_big > t_mid ? (t_big - t_mid) / (BIG - MID) : default_cost.beta;
+    double intercept = t_mid - MID * out->beta;
+    out->alpha = intercept > t_small ? intercept : t_small > 0 ? t_small : default_cost.alpha;
     out->gamma = g[0] > 0 ? g[0] : default_cost.gamma;
 out:
     free(buf);

@@ -37,6 +37,8 @@ typedef struct weft__config {
     int measure;                             /* WEFT_MEASURE: measure alpha/beta at comm create */
     size_t nccl_min_bytes;                   /* WEFT_NCCL_MIN_BYTES */
     int cuda_memops;                         /* WEFT_CUDA_MEMOPS */
+    int wait_spin_us;                        /* WEFT_WAIT_SPIN_US */
+    int linger_us;                           /* WEFT_LINGER_US */
 } weft__config_t;
 
 extern weft__config_t weft__cfg;
@@ -248,6 +250,7 @@ struct weft__op {
     _Atomic uint32_t done;   /* futex word: 0 running, 1 complete */
     weft_status_t status;    /* written before done = 1 (release) */
     int detached;            /* no request handle: freed by the engine */
+    int nonblocking;         /* issued with a request: the engine drives it */
 };
 
 /** Allocate and fill the common fields of an op (caller thread). */
@@ -286,6 +289,9 @@ int weft__engine_try_progress(void);
 /** Back off after `idle` consecutive empty polls: spin, yield, then sleep
  * (capped by WEFT_MAX_SLEEP_US). Any thread. */
 void weft__engine_backoff(unsigned idle);
+/** A caller starts (+1) / stops (-1) polling in a wait; the engine naps
+ * meanwhile. Any thread. */
+void weft__engine_waiter(int delta);
 /** Count of step transfers completed (engine side, under the progress lock):
  * weft__coll_test bumps it so that progress passes see the work. */
 extern unsigned weft__engine_events;

@@ -13,11 +13,12 @@
  *    ops (per communicator strictly in issue order, and only when ready(),
  *    e.g. the stream work before them is done), steps started ops, completes
  *    finished ones and runs the hang watchdog. It is never re-entered.
- *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield, then sleep
- *    with a growing interval capped at WEFT_MAX_SLEEP_US while work is in
- *    flight; on a futex when idle. Oversubscribed nodes (more ranks than
- *    cores) skip most of the spinning so a sleeping rank's core goes to a
- *    rank that can progress.
+ *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield while work is
+ *    in flight; on a futex when idle. Oversubscribed nodes (more ranks than
+ *    cores) spin a few passes, then sleep with a growing interval capped at
+ *    WEFT_MAX_SLEEP_US, so a waiting rank's core goes to a rank that can
+ *    progress. While a caller polls in weft_wait the engine naps instead of
+ *    spinning beside it: one poller per process.
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +63,7 @@ static struct {
     _Atomic int running;
     _Atomic int inflight;               /* issued and not completed */
     _Atomic int finalize_fail;          /* fail every op with WEFT_ERR_FINALIZING */
+    _Atomic int waiters;                /* callers polling in a wait right now */
     pthread_t thread;
     pthread_mutex_t start_mutex;
     /* engine side (under the progress lock) */
@@ -247,17 +250,20 @@ static int spin_limit(void)
     return s;
 }
 
-/* Backoff after `idle` empty passes. Any thread. */
+/* Backoff after `idle` empty passes. Any thread. With free cores: spin,
+ * then yield (a rank that waits for its peer keeps its core hot, as the
+ * peer needs no core of ours). Oversubscribed: a few spins, then sleeps that
+ * grow to WEFT_MAX_SLEEP_US, so the core goes to a rank that can progress. */
 void weft__engine_backoff(unsigned idle)
 {
     unsigned spin = (unsigned)spin_limit();
     if (idle < spin) {
         cpu_relax();
-    } else if (idle < spin + 16 && !weft__g.oversubscribed) {
+    } else if (!weft__g.oversubscribed) {
         sched_yield();
     } else {
         unsigned k = idle - spin;
-        long us = k > 16 ? weft__cfg.max_sleep_us : (1L << (k / 2 > 10 ? 10 : k / 2));
+        long us = 1L << (k / 2 > 10 ? 10 : k / 2);
         if (us > weft__cfg.max_sleep_us) us = weft__cfg.max_sleep_us;
         if (us < 1) us = 1;
         struct timespec ts = {0, us * 1000L};
@@ -265,20 +271,50 @@ void weft__engine_backoff(unsigned idle)
     }
 }
 
+void weft__engine_waiter(int delta)
+{
+    atomic_fetch_add_explicit(&E.waiters, delta, memory_order_relaxed);
+}
+
 static void *engine_main(void *arg)
 {
     WEFT__UNUSED(arg);
     unsigned idle = 0;
+    double last_work = weft__now();
+    const double linger = weft__g.oversubscribed ? 0.0 : 1e-6 * weft__cfg.linger_us;
+#if defined(PR_SET_TIMERSLACK)
+    /* Backoff naps are tens of microseconds: ask for a precise timer. */
+    (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
+#endif
     while (!atomic_load_explicit(&E.stop, memory_order_acquire)) {
+        if (atomic_load_explicit(&E.waiters, memory_order_relaxed) > 0) {
+            /* A caller is driving progress in weft_wait: stay out of its way.
+             * Not even the try-lock: an engine preempted while holding the
+             * progress lock would stall the waiter for a scheduler tick. */
+            if (weft__g.oversubscribed) {
+                struct timespec ts = {0, 20 * 1000L};
+                nanosleep(&ts, NULL);
+            } else {
+                sched_yield(); /* sleeps cost tens of microseconds to wake from */
+            }
+            continue;
+        }
         int w = weft__engine_try_progress();
         if (w > 0) {
             idle = 0;
+            last_work = -1; /* read the clock only once idle */
             continue;
         }
         if (w == 0 && weft__engine_inflight() == 0 && idle >= (unsigned)spin_limit()) {
-            /* Idle for a while: sleep until something is submitted. The
-             * linger before (the spin of the backoff) keeps back-to-back
-             * nonblocking ops from paying a futex wake-up each. */
+            double now = weft__now();
+            if (last_work < 0) last_work = now;
+            if (now - last_work < linger) { /* linger (yielding) before sleeping */
+                sched_yield();
+                continue;
+            }
+            /* Idle for WEFT_LINGER_US: sleep until something is submitted.
+             * The linger keeps the next op of a burst (a training step's
+             * gradient buckets) from paying a futex wake-up. */
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
             atomic_store_explicit(&E.sleeping, 1, memory_order_seq_cst);
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL &&
@@ -287,6 +323,11 @@ static void *engine_main(void *arg)
                 futex_wait(&E.wake, seen, 0);
             atomic_store_explicit(&E.sleeping, 0, memory_order_relaxed);
             idle = 0;
+            last_work = -1;
+            continue;
+        }
+        if (w < 0) { /* another thread (a stream, a destroy) is progressing */
+            sched_yield();
             continue;
         }
         weft__engine_backoff(idle++);

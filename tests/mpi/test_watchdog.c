@@ -45,6 +45,9 @@ int main(int argc, char **argv)
                   "allreduce on a broken comm");
         MT_CHECK(&t, MPI_Wtime() - t0 < 1.0, "broken comm fails fast");
     }
+    /* Rank 1 waits here (in MPI, not Weft) while rank 0 is stuck: otherwise
+     * its allreduce below would wait for rank 0 longer than WEFT_TIMEOUT. */
+    MPI_Barrier(MPI_COMM_WORLD);
     /* The other communicator is unaffected. */
     float one = 1, sum = 0;
     MT_STATUS(&t, weft_allreduce(&one, &sum, 1, WEFT_FLOAT32, WEFT_SUM, good), WEFT_SUCCESS,
