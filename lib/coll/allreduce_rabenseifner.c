@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_util.h"
 #include "weft_internal.h"
 
 enum { RB_FOLD = 0, RB_FOLD_SENT, RB_FOLD_RECVD, RB_HALVE, RB_DOUBLE, RB_UNFOLD,
@@ -164,11 +165,7 @@ static weft_status_t rb_start(weft__op_t *op)
 
     memset(s, 0, sizeof(*s));
     op->phase = RB_FOLD;
-    if (op->count == 0) return WEFT_SUCCESS;
-    if (p == 1) {
-        if (op->recvbuf != op->sendbuf) memcpy(op->recvbuf, op->sendbuf, op->bytes);
-        return WEFT_SUCCESS;
-    }
+    if (weft__allreduce_trivial(op)) return WEFT_SUCCESS;
     s->rem = p - op->comm->pof2;
     s->newrank = rank < 2 * s->rem ? (rank % 2 ? rank / 2 : -1) : rank - s->rem;
     if (s->newrank >= 0) {

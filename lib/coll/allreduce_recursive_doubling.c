@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_util.h"
 #include "weft_internal.h"
 
 enum { RD_FOLD = 0, RD_FOLD_SENT, RD_FOLD_RECVD, RD_ROUND, RD_UNFOLD, RD_WAIT_RESULT,
@@ -127,11 +128,7 @@ static weft_status_t rd_start(weft__op_t *op)
     memset(s, 0, sizeof(*s));
     op->phase = RD_FOLD;
     op->stepno = 0;
-    if (op->count == 0) return WEFT_SUCCESS;
-    if (p == 1) {
-        if (op->recvbuf != op->sendbuf) memcpy(op->recvbuf, op->sendbuf, op->bytes);
-        return WEFT_SUCCESS;
-    }
+    if (weft__allreduce_trivial(op)) return WEFT_SUCCESS;
     s->rem = p - op->comm->pof2;
     s->newrank = rank < 2 * s->rem ? (rank % 2 ? rank / 2 : -1) : rank - s->rem;
     if (s->newrank >= 0) {

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_util.h"
 #include "weft_internal.h"
 
 #define RING_DEPTH 4 /* K at most: chunks per direction posted in one round */
@@ -153,11 +154,7 @@ static weft_status_t ring_start(weft__op_t *op)
     const int p = op->comm->size;
 
     memset(s, 0, sizeof(*s));
-    if (op->count == 0) return WEFT_SUCCESS;
-    if (p == 1) {
-        if (op->recvbuf != op->sendbuf) memcpy(op->recvbuf, op->sendbuf, op->bytes);
-        return WEFT_SUCCESS;
-    }
+    if (weft__allreduce_trivial(op)) return WEFT_SUCCESS;
     s->es = op->bytes / op->count;
     size_t maxblock = op->count / (size_t)p + (op->count % (size_t)p ? 1 : 0);
     size_t chunk = ring_chunk_bytes();

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll_util.h"
 #include "weft_internal.h"
 
 enum { TR_REDUCE = 0, TR_SENT_UP, TR_GOT_RESULT, TR_DONE };
@@ -99,11 +100,7 @@ static weft_status_t tree_start(weft__op_t *op)
 
     memset(s, 0, sizeof(*s));
     op->phase = TR_REDUCE;
-    if (op->count == 0) return WEFT_SUCCESS;
-    if (p == 1) {
-        if (op->recvbuf != op->sendbuf) memcpy(op->recvbuf, op->sendbuf, op->bytes);
-        return WEFT_SUCCESS;
-    }
+    if (weft__allreduce_trivial(op)) return WEFT_SUCCESS;
     /* Only ranks with a child need scratch: even ranks below p - 1. */
     if (rank % 2 == 0 && rank + 1 < p) {
         op->tmp = malloc(op->bytes);

@@ -12,6 +12,19 @@
 
 #include "weft_internal.h"
 
+/**
+ * The cases every allreduce algorithm shares: nothing to reduce, or a single
+ * rank (the result is the input). Returns true when op is complete.
+ * Engine side.
+ */
+static inline bool weft__allreduce_trivial(weft__op_t *op)
+{
+    if (op->count == 0) return true;
+    if (op->comm->size > 1) return false;
+    if (op->recvbuf != op->sendbuf) memcpy(op->recvbuf, op->sendbuf, op->bytes);
+    return true;
+}
+
 /** ceil(log2(p)) for p >= 1. */
 static inline int weft__ceil_log2(int p)
 {
