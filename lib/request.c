@@ -183,6 +183,9 @@ void weft__op_wait_done(weft__op_t *op)
             else cpu_relax_wait();
         }
         weft__engine_waiter(-1);
+        /* Ops of other threads still in flight: the engine, asleep while we
+         * drove, takes them back. */
+        if (is_done(op) && weft__engine_inflight() > 0) weft__engine_wake();
     }
     if (is_done(op)) return;
     /* Hand over: the engine stays awake while ops are in flight and wakes
