@@ -76,7 +76,6 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
     if (WEFT__OBS_ON()) weft__obs_issue(op);
     atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
     if (req != NULL) {
-        op->nonblocking = 1;
         weft__engine_submit(op, false);
         *req = handle;
         return WEFT_SUCCESS;

@@ -142,7 +142,7 @@ static bool is_done(weft__op_t *op)
 /*
  * Wait for op.
  *
- * Blocking calls drive their op on this thread for up to WEFT_WAIT_SPIN_US
+ * The waiter drives the op on this thread for up to WEFT_WAIT_SPIN_US
  * (no thread hand-off for short ops; the engine keeps out of the way while
  * a waiter polls, so one thread per process polls), then hand the op to the
  * engine and sleep on its futex.
@@ -162,31 +162,23 @@ void weft__op_wait_done(weft__op_t *op)
                                 ? 10 : weft__cfg.wait_spin_us);
     double t_end = weft__now() + budget;
     unsigned idle = 0;
-    if (op->nonblocking) {
-        weft__engine_try_progress();
-        while (!is_done(op)) {
-            if ((++idle & 15) == 0 && weft__now() > t_end) break;
-            sched_yield();
+    weft__engine_waiter(+1);
+    while (!is_done(op)) {
+        int w = weft__engine_try_progress();
+        if (is_done(op)) break;
+        if (w > 0) {
+            idle = 0;
+            continue;
         }
-    } else {
-        weft__engine_waiter(+1);
-        while (!is_done(op)) {
-            int w = weft__engine_try_progress();
-            if (is_done(op)) break;
-            if (w > 0) {
-                idle = 0;
-                continue;
-            }
-            if ((++idle & 15) == 0 && weft__now() > t_end) break;
-            /* w < 0: the lock holder may be preempted; let it run. */
-            if (w < 0 || weft__g.oversubscribed) sched_yield();
-            else cpu_relax_wait();
-        }
-        weft__engine_waiter(-1);
-        /* Ops of other threads still in flight: the engine, asleep while we
-         * drove, takes them back. */
-        if (is_done(op) && weft__engine_inflight() > 0) weft__engine_wake();
+        if ((++idle & 15) == 0 && weft__now() > t_end) break;
+        /* w < 0: the lock holder may be preempted; let it run. */
+        if (w < 0 || weft__g.oversubscribed) sched_yield();
+        else cpu_relax_wait();
     }
+    weft__engine_waiter(-1);
+    /* Ops of other threads still in flight: the engine, napping while we
+     * drove, takes them back. */
+    if (is_done(op) && weft__engine_inflight() > 0) weft__engine_wake();
     if (is_done(op)) return;
     /* Hand over: the engine stays awake while ops are in flight and wakes
      * this futex when the op completes; the timeout is only a safety net. */

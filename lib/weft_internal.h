@@ -250,7 +250,6 @@ struct weft__op {
     _Atomic uint32_t done;   /* futex word: 0 running, 1 complete */
     weft_status_t status;    /* written before done = 1 (release) */
     int detached;            /* no request handle: freed by the engine */
-    int nonblocking;         /* issued with a request: the engine drives it */
 };
 
 /** Allocate and fill the common fields of an op (caller thread). */

@@ -292,8 +292,11 @@ static void *engine_main(void *arg)
              * lock (an engine preempted while holding it would stall the
              * waiter for a scheduler tick) and nap. Measured on 2 cores: naps
              * beat both a yielding engine and one asleep on the futex. */
-            struct timespec ts = {0, 20 * 1000L};
-            nanosleep(&ts, NULL);
+            uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
+            atomic_store_explicit(&E.sleeping, 1, memory_order_seq_cst);
+            if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
+                futex_wait(&E.wake, seen, 20 * 1000L); /* a submission ends the nap */
+            atomic_store_explicit(&E.sleeping, 0, memory_order_relaxed);
             continue;
         }
         int w = weft__engine_try_progress();
