@@ -115,15 +115,23 @@ void weft__request_fini(void)
 }
 
 /* ---- completion ------------------------------------------------------------------ */
+/* op->done: 0 running, OP_DONE complete, OP_SLEEPER running with a waiter
+ * asleep on the futex (so the completer knows it must wake it). */
+enum { OP_DONE = 1, OP_SLEEPER = 2 };
+
 void weft__op_complete(weft__op_t *op, weft_status_t status)
 {
     /* Stream-bound op: set its completion flag; if the stream side owns the
      * op (blocking call, or already waited on), it was freed there. */
     if (op->sop != NULL && weft__stream_op_complete(op, status)) return;
     op->status = status;
-    /* release: status and the output buffer are visible to whoever sees done. */
-    atomic_store_explicit(&op->done, 1, memory_order_release);
-    syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+    /* release: status and the output buffer are visible to whoever sees done
+     * (acquire: nothing). The wake-up syscall only when a waiter sleeps:
+     * most ops complete under their polling waiter, and a futex call would
+     * add a fifth to a small allreduce. */
+    uint32_t old = atomic_exchange_explicit(&op->done, OP_DONE, memory_order_acq_rel);
+    if (old == OP_SLEEPER)
+        syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
 static inline void cpu_relax_wait(void)
@@ -136,7 +144,7 @@ static inline void cpu_relax_wait(void)
 static bool is_done(weft__op_t *op)
 {
     /* acquire: pairs with the release store in weft__op_complete. */
-    return atomic_load_explicit(&op->done, memory_order_acquire) != 0;
+    return atomic_load_explicit(&op->done, memory_order_acquire) == OP_DONE;
 }
 
 /*
@@ -184,8 +192,13 @@ void weft__op_wait_done(weft__op_t *op)
      * this futex when the op completes; the timeout is only a safety net. */
     weft__engine_wake();
     while (!is_done(op)) {
+        uint32_t running = 0;
+        /* announce the sleeper; fails if done (exit) or already announced */
+        atomic_compare_exchange_strong_explicit(&op->done, &running, OP_SLEEPER,
+                                                memory_order_acq_rel, memory_order_acquire);
+        if (is_done(op)) break;
         struct timespec ts = {0, 10 * 1000 * 1000};
-        syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+        syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAIT_PRIVATE, OP_SLEEPER, &ts, NULL, 0);
     }
 }
 
