@@ -39,9 +39,9 @@ static const weft__config_var_t vars[] = {
     {"WEFT_LINGER_US", "1000",
      "the engine stays awake (yielding) this long after its last op before it sleeps "
      "(0 on oversubscribed nodes)"},
-    {"WEFT_WAIT_SPIN_US", "1000",
-     "a waiting caller drives progress this long before it hands the op to the engine and "
-     "sleeps (10 on oversubscribed nodes at most)"},
+    {"WEFT_WAIT_SPIN_US", "20000",
+     "a waiting caller drives progress until it has seen none for this long, then hands the op "
+     "to the engine and sleeps (10 on oversubscribed nodes at most)"},
     {"WEFT_MEASURE", "1",
      "measure alpha, beta and gamma at communicator creation (0: use built-in defaults)"},
     {"WEFT_NCCL_MIN_BYTES", "65536",

@@ -118,6 +118,7 @@ weft_status_t weft_finalize(void)
     weft__obs_fini();
     weft__comm_free_all();
     weft__request_fini();
+    weft__scratch_trim();
     weft__transport_ucx_shutdown();
     if (weft__g.we_init_mpi) {
         int rc = MPI_Finalize();

@@ -132,3 +132,59 @@ weft_status_t weft__coll_test(weft__op_t *op)
     weft__engine_events++;
     return WEFT_SUCCESS;
 }
+
+/* ---- scratch cache (engine side, under the progress lock) ---------------------- */
+#define SCRATCH_SLOTS 4
+#define SCRATCH_HDR 64 /* keeps the buffer 64-byte aligned; holds its capacity */
+
+static struct {
+    void *base[SCRATCH_SLOTS];
+    size_t cap[SCRATCH_SLOTS];
+} scratch;
+
+void *weft__scratch_alloc(size_t bytes)
+{
+    int best = -1;
+    for (int i = 0; i < SCRATCH_SLOTS; i++)
+        if (scratch.base[i] && scratch.cap[i] >= bytes && (best < 0 || scratch.cap[i] < scratch.cap[best]))
+            best = i;
+    void *base;
+    if (best >= 0) {
+        base = scratch.base[best];
+        scratch.base[best] = NULL;
+    } else {
+        size_t cap = bytes < 4096 ? 4096 : bytes;
+        if (posix_memalign(&base, SCRATCH_HDR, cap + SCRATCH_HDR) != 0) return NULL;
+        *(size_t *)base = cap;
+    }
+    return (char *)base + SCRATCH_HDR;
+}
+
+void weft__scratch_free(void *p)
+{
+    if (p == NULL) return;
+    void *base = (char *)p - SCRATCH_HDR;
+    size_t cap = *(size_t *)base;
+    int slot = -1;
+    for (int i = 0; i < SCRATCH_SLOTS; i++) {
+        if (scratch.base[i] == NULL) { slot = i; break; }
+        if (slot < 0 || scratch.cap[i] < scratch.cap[slot]) slot = i; /* smallest */
+    }
+    if (scratch.base[slot] != NULL) {
+        if (scratch.cap[slot] >= cap) { /* keep the larger ones */
+            free(base);
+            return;
+        }
+        free(scratch.base[slot]);
+    }
+    scratch.base[slot] = base;
+    scratch.cap[slot] = cap;
+}
+
+void weft__scratch_trim(void)
+{
+    for (int i = 0; i < SCRATCH_SLOTS; i++) {
+        free(scratch.base[i]);
+        scratch.base[i] = NULL;
+    }
+}

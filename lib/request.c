@@ -148,20 +148,17 @@ static bool is_done(weft__op_t *op)
 }
 
 /*
- * Wait for op.
+ * Wait for op (blocking call, weft_wait, or a stream's wait).
  *
- * The waiter drives the op on this thread for up to WEFT_WAIT_SPIN_US
- * (no thread hand-off for short ops; the engine keeps out of the way while
- * a waiter polls, so one thread per process polls), then hand the op to the
- * engine and sleep on its futex.
- *
- * Nonblocking ops belong to the engine, which has been driving them while
- * the caller computed: the waiter makes one progress pass (a short op may
- * finish there), then watches the op's completion word, yielding its core
- * to the engine, and sleeps on the futex after the same budget. Taking over
- * the lock instead would interrupt an engine that is mid-way through the
- * op, and on a node whose cores are all busy the thread that waits must not
- * compete with the thread that works.
+ * The waiter drives the op on this thread (no thread hand-off for short
+ * ops; the engine naps off the lock meanwhile, so one thread per process
+ * polls) until it has seen no progress for WEFT_WAIT_SPIN_US (10 us on an
+ * oversubscribed node), then hands the op to the engine and sleeps on its
+ * futex. A nonblocking op was driven by the engine while the caller
+ * computed; the waiter takes over what is left. (Leaving it to the engine
+ * while the waiter watched cost 8 us per small op in hand-offs on the
+ * 2-core machine, and a futex wake-up there takes 0.1 to 5 ms, which is
+ * why the budget is long where cores are not oversubscribed.)
  */
 void weft__op_wait_done(weft__op_t *op)
 {
@@ -174,7 +171,8 @@ void weft__op_wait_done(weft__op_t *op)
     while (!is_done(op)) {
         int w = weft__engine_try_progress();
         if (is_done(op)) break;
-        if (w > 0) {
+        if (w > 0) { /* the budget counts time without progress */
+            if (idle > 0) t_end = weft__now() + budget;
             idle = 0;
             continue;
         }

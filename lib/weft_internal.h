@@ -264,6 +264,17 @@ void weft__op_free(weft__op_t *op);
  */
 weft_status_t weft__issue(weft__op_t *op, weft_request_t *req);
 
+/**
+ * Scratch memory for algorithms, engine side (under the progress lock). A few
+ * freed buffers are kept for reuse: a fresh multi-megabyte malloc per op is
+ * mmap'ed, faulted in page by page and unmapped again on free, which cost
+ * more than the transfer at 8 MiB. weft__scratch_trim frees the cache
+ * (weft_finalize).
+ */
+void *weft__scratch_alloc(size_t bytes);
+void weft__scratch_free(void *p);
+void weft__scratch_trim(void);
+
 /* Algorithm helpers for lib/coll (engine side). Each posts into op->xfer[op->nxfer++]. */
 weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer);
 weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer);

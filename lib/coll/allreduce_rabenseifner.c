@@ -173,7 +173,7 @@ static weft_status_t rb_start(weft__op_t *op)
         size_t es = op->bytes / op->count, lower = blk(op, op->comm->pof2 / 2);
         size_t half = lower > op->count - lower ? lower : op->count - lower;
         size_t need = (s->rem > 0 ? op->count : half) * es;
-        op->tmp = malloc(need ? need : 1);
+        op->tmp = weft__scratch_alloc(need ? need : 1);
         if (!op->tmp) {
             WEFT__ERROR("allreduce rabenseifner: cannot allocate %zu bytes", need);
             return WEFT_ERR_NO_MEMORY;
@@ -186,7 +186,7 @@ static weft_status_t rb_start(weft__op_t *op)
 /* Thread contract: engine side, exactly once. */
 static void rb_cleanup(weft__op_t *op)
 {
-    free(op->tmp);
+    weft__scratch_free(op->tmp);
     op->tmp = NULL;
     op->tmp_bytes = 0;
 }

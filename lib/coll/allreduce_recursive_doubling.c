@@ -132,7 +132,7 @@ static weft_status_t rd_start(weft__op_t *op)
     s->rem = p - op->comm->pof2;
     s->newrank = rank < 2 * s->rem ? (rank % 2 ? rank / 2 : -1) : rank - s->rem;
     if (s->newrank >= 0) {
-        op->tmp = malloc(op->bytes);
+        op->tmp = weft__scratch_alloc(op->bytes);
         if (!op->tmp) {
             WEFT__ERROR("allreduce recursive_doubling: cannot allocate %zu bytes", op->bytes);
             return WEFT_ERR_NO_MEMORY;
@@ -145,7 +145,7 @@ static weft_status_t rd_start(weft__op_t *op)
 /* Thread contract: engine side, exactly once. */
 static void rd_cleanup(weft__op_t *op)
 {
-    free(op->tmp);
+    weft__scratch_free(op->tmp);
     op->tmp = NULL;
     op->tmp_bytes = 0;
 }

@@ -103,7 +103,7 @@ static weft_status_t tree_start(weft__op_t *op)
     if (weft__allreduce_trivial(op)) return WEFT_SUCCESS;
     /* Only ranks with a child need scratch: even ranks below p - 1. */
     if (rank % 2 == 0 && rank + 1 < p) {
-        op->tmp = malloc(op->bytes);
+        op->tmp = weft__scratch_alloc(op->bytes);
         if (!op->tmp) {
             WEFT__ERROR("allreduce tree: cannot allocate %zu bytes", op->bytes);
             return WEFT_ERR_NO_MEMORY;
@@ -116,7 +116,7 @@ static weft_status_t tree_start(weft__op_t *op)
 /* Thread contract: engine side, exactly once. */
 static void tree_cleanup(weft__op_t *op)
 {
-    free(op->tmp);
+    weft__scratch_free(op->tmp);
     op->tmp = NULL;
     op->tmp_bytes = 0;
 }

@@ -110,18 +110,18 @@ static inline weft_status_t weft__rounds_drive(weft__op_t *op, int nrounds, weft
     }
 }
 
-/** Free op->tmp (the cleanup of every algorithm that only uses op->tmp). */
+/** Free op->tmp (the cleanup of every algorithm that only uses op->tmp). Engine side. */
 static inline void weft__coll_free_tmp(weft__op_t *op)
 {
-    free(op->tmp);
+    weft__scratch_free(op->tmp);
     op->tmp = NULL;
     op->tmp_bytes = 0;
 }
 
-/** Allocate op->tmp (bytes may be 0). Engine side. */
+/** Allocate op->tmp (bytes may be 0) from the engine's scratch cache. Engine side. */
 static inline weft_status_t weft__coll_alloc_tmp(weft__op_t *op, size_t bytes)
 {
-    op->tmp = malloc(bytes ? bytes : 1);
+    op->tmp = weft__scratch_alloc(bytes);
     if (!op->tmp) {
         WEFT__ERROR("%s: cannot allocate %zu bytes of scratch", weft__opkind_name(op->kind), bytes);
         return WEFT_ERR_NO_MEMORY;
