@@ -173,22 +173,9 @@ static weft_status_t rb_start(weft__op_t *op)
         size_t es = op->bytes / op->count, lower = blk(op, op->comm->pof2 / 2);
         size_t half = lower > op->count - lower ? lower : op->count - lower;
         size_t need = (s->rem > 0 ? op->count : half) * es;
-        op->tmp = weft__scratch_alloc(need ? need : 1);
-        if (!op->tmp) {
-            WEFT__ERROR("allreduce rabenseifner: cannot allocate %zu bytes", need);
-            return WEFT_ERR_NO_MEMORY;
-        }
-        op->tmp_bytes = need;
+        WEFT__CHECK(weft__coll_alloc_tmp(op, need));
     }
     return rb_step(op);
-}
-
-/* Thread contract: engine side, exactly once. */
-static void rb_cleanup(weft__op_t *op)
-{
-    weft__scratch_free(op->tmp);
-    op->tmp = NULL;
-    op->tmp_bytes = 0;
 }
 
 /* Thread contract: any thread (pure function). */
@@ -210,5 +197,5 @@ const weft__algo_impl_t weft__allreduce_rabenseifner_impl = {
     .supports = NULL,
     .start = rb_start,
     .step = rb_step,
-    .cleanup = rb_cleanup,
+    .cleanup = weft__coll_free_tmp,
 };

@@ -132,22 +132,9 @@ static weft_status_t rd_start(weft__op_t *op)
     s->rem = p - op->comm->pof2;
     s->newrank = rank < 2 * s->rem ? (rank % 2 ? rank / 2 : -1) : rank - s->rem;
     if (s->newrank >= 0) {
-        op->tmp = weft__scratch_alloc(op->bytes);
-        if (!op->tmp) {
-            WEFT__ERROR("allreduce recursive_doubling: cannot allocate %zu bytes", op->bytes);
-            return WEFT_ERR_NO_MEMORY;
-        }
-        op->tmp_bytes = op->bytes;
+        WEFT__CHECK(weft__coll_alloc_tmp(op, op->bytes));
     }
     return rd_step(op);
-}
-
-/* Thread contract: engine side, exactly once. */
-static void rd_cleanup(weft__op_t *op)
-{
-    weft__scratch_free(op->tmp);
-    op->tmp = NULL;
-    op->tmp_bytes = 0;
 }
 
 /* Thread contract: any thread (pure function). */
@@ -169,5 +156,5 @@ const weft__algo_impl_t weft__allreduce_recursive_doubling_impl = {
     .supports = NULL,
     .start = rd_start,
     .step = rd_step,
-    .cleanup = rd_cleanup,
+    .cleanup = weft__coll_free_tmp,
 };

@@ -177,22 +177,8 @@ static weft_status_t ring_start(weft__op_t *op)
     s->ngroups = 2 * (int64_t)(p - 1) * nch / s->k;
     s->slot_elems = (maxblock + (size_t)nch - 1) / (size_t)nch;
     s->t = 0;
-    op->tmp_bytes = 2 * (size_t)s->k * s->slot_elems * s->es;
-    op->tmp = weft__scratch_alloc(op->tmp_bytes ? op->tmp_bytes : 1);
-    if (!op->tmp) {
-        WEFT__ERROR("allreduce ring: cannot allocate %zu bytes", op->tmp_bytes);
-        op->tmp_bytes = 0;
-        return WEFT_ERR_NO_MEMORY;
-    }
+    WEFT__CHECK(weft__coll_alloc_tmp(op, 2 * (size_t)s->k * s->slot_elems * s->es));
     return ring_step(op);
-}
-
-/* Thread contract: engine side, exactly once. */
-static void ring_cleanup(weft__op_t *op)
-{
-    weft__scratch_free(op->tmp);
-    op->tmp = NULL;
-    op->tmp_bytes = 0;
 }
 
 /* Thread contract: any thread (pure function of its arguments and weft__cfg). */
@@ -215,5 +201,5 @@ const weft__algo_impl_t weft__allreduce_ring_impl = {
     .supports = NULL,
     .start = ring_start,
     .step = ring_step,
-    .cleanup = ring_cleanup,
+    .cleanup = weft__coll_free_tmp,
 };

@@ -103,22 +103,9 @@ static weft_status_t tree_start(weft__op_t *op)
     if (weft__allreduce_trivial(op)) return WEFT_SUCCESS;
     /* Only ranks with a child need scratch: even ranks below p - 1. */
     if (rank % 2 == 0 && rank + 1 < p) {
-        op->tmp = weft__scratch_alloc(op->bytes);
-        if (!op->tmp) {
-            WEFT__ERROR("allreduce tree: cannot allocate %zu bytes", op->bytes);
-            return WEFT_ERR_NO_MEMORY;
-        }
-        op->tmp_bytes = op->bytes;
+        WEFT__CHECK(weft__coll_alloc_tmp(op, op->bytes));
     }
     return tree_step(op);
-}
-
-/* Thread contract: engine side, exactly once. */
-static void tree_cleanup(weft__op_t *op)
-{
-    weft__scratch_free(op->tmp);
-    op->tmp = NULL;
-    op->tmp_bytes = 0;
 }
 
 /* Thread contract: any thread (pure function). */
@@ -138,5 +125,5 @@ const weft__algo_impl_t weft__allreduce_tree_impl = {
     .supports = NULL,
     .start = tree_start,
     .step = tree_step,
-    .cleanup = tree_cleanup,
+    .cleanup = weft__coll_free_tmp,
 };
