@@ -32,8 +32,8 @@ typedef struct weft__config {
     char trace_path[1024];                   /* WEFT_TRACE */
     char transport[16];                      /* WEFT_TRANSPORT: auto|mpi|ucx */
     size_t ring_chunk;                       /* WEFT_RING_CHUNK bytes */
-    int spin;                                /* WEFT_SPIN: empty polls before yielding */
-    int max_sleep_us;                        /* WEFT_MAX_SLEEP_US: engine backoff cap */
+    int spin;                                /* WEFT_SPIN: empty passes before yielding */
+    int max_sleep_us;                        /* WEFT_MAX_SLEEP_US: oversubscribed backoff cap */
     int measure;                             /* WEFT_MEASURE: measure alpha/beta at comm create */
     size_t nccl_min_bytes;                   /* WEFT_NCCL_MIN_BYTES */
     int cuda_memops;                         /* WEFT_CUDA_MEMOPS */
@@ -296,8 +296,9 @@ void weft__engine_submit(weft__op_t *op, bool nowake);
  * amount of work done, or -1 if another thread is progressing. Any thread.
  */
 int weft__engine_try_progress(void);
-/** Back off after `idle` consecutive empty polls: spin, yield, then sleep
- * (capped by WEFT_MAX_SLEEP_US). Any thread. */
+/** Back off after `idle` consecutive empty polls: spin (WEFT_SPIN), then
+ * yield; on an oversubscribed node sleep instead of yielding (growing, capped
+ * by WEFT_MAX_SLEEP_US). Any thread. */
 void weft__engine_backoff(unsigned idle);
 /** A caller starts (+1) / stops (-1) polling in a wait; the engine naps
  * meanwhile. Any thread. */

@@ -288,10 +288,11 @@ static void *engine_main(void *arg)
 #endif
     while (!atomic_load_explicit(&E.stop, memory_order_acquire)) {
         if (atomic_load_explicit(&E.waiters, memory_order_relaxed) > 0) {
-            /* A caller is driving progress in a blocking call: stay off the
-             * lock (an engine preempted while holding it would stall the
-             * waiter for a scheduler tick) and nap. Measured on 2 cores: naps
-             * beat both a yielding engine and one asleep on the futex. */
+            /* A caller is driving progress in a wait: stay off the lock (an
+             * engine preempted while holding it would stall the waiter for a
+             * scheduler tick) and off the cores, in 20 us naps that a new
+             * submission ends at once. Measured on 2 cores: better than a
+             * yielding engine, and than a 1 ms sleep. */
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
             atomic_store_explicit(&E.sleeping, 1, memory_order_seq_cst);
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
