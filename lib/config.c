@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,20 +72,6 @@ static weft_status_t parse_long(const char *name, long lo, long hi, long *out)
     while (*end && isspace((unsigned char)*end)) end++;
     if (errno || end == v || *end || x < lo || x > hi) {
         WEFT__ERROR("%s=\"%s\" is not an integer in [%ld, %ld]", name, v, lo, hi);
-        return WEFT_ERR_INVALID_ARG;
-    }
-    *out = x;
-    return WEFT_SUCCESS;
-}
-
-static weft_status_t parse_ull(const char *name, unsigned long long *out)
-{
-    const char *v = value_of(name);
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || end == v || *end || v[0] == '-') {
-        WEFT__ERROR("%s=\"%s\" is not a non-negative integer", name, v);
         return WEFT_ERR_INVALID_ARG;
     }
     *out = x;
@@ -166,9 +153,8 @@ weft_status_t weft__config_load(void)
     c.wait_spin_us = (int)l;
     WEFT__CHECK(parse_long("WEFT_MEASURE", 0, 1, &l));
     c.measure = (int)l;
-    unsigned long long ull;
-    WEFT__CHECK(parse_ull("WEFT_NCCL_MIN_BYTES", &ull));
-    c.nccl_min_bytes = (size_t)ull;
+    WEFT__CHECK(parse_long("WEFT_NCCL_MIN_BYTES", 0, LONG_MAX, &l));
+    c.nccl_min_bytes = (size_t)l;
     WEFT__CHECK(parse_long("WEFT_CUDA_MEMOPS", 0, 1, &l));
     c.cuda_memops = (int)l;
 

@@ -36,8 +36,8 @@
 #include "weft_internal.h"
 #include "weft_stream.h"
 
-/* Device buffers: NCCL from this many bytes (when NCCL is built and usable),
- * host transfer below. WEFT_NCCL_MIN_BYTES overrides it (read once). */
+/* Device buffers: NCCL from weft__cfg.nccl_min_bytes up (WEFT_NCCL_MIN_BYTES,
+ * when NCCL is built and usable), host transfer below. */
 
 typedef enum path { PATH_HOST = 0, PATH_STAGED, PATH_NCCL } path_t;
 
