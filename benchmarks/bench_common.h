@@ -200,9 +200,9 @@ typedef struct bench_timing {
 } bench_timing_t;
 
 /**
- * The timing for a message of `bytes`: -i/-x when given, otherwise OSU-like
- * scaling (1000 iterations and 100 warm-up up to 8 KiB, then inversely
- * proportional to the size down to at least 2 per round) and the time budget.
+ * The timing for a message of `bytes`: -i/-x when given, otherwise OSU's
+ * counts (1000 iterations and 100 warm-up up to 8 KiB, 100 and 10 above, at
+ * least 2 per round) capped by the time budget.
  */
 bench_timing_t bench_timing_for(const bench_opts_t *o, size_t bytes);
 
@@ -216,6 +216,11 @@ typedef struct bench_variant {
     const char *name;
     int (*run)(void *ud, long iters, int round);
     void *ud;
+    /* NULL: the harness times the whole call. Otherwise the variant times
+     * itself (e.g. each iteration, with a barrier between iterations outside
+     * the timed part, as OSU's nonblocking benchmarks do): run() stores the
+     * seconds its timed parts took here, and the harness uses that. */
+    double *timed_s;
 } bench_variant_t;
 
 #define BENCH_MAX_ROUNDS 64

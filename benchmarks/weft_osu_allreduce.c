@@ -272,7 +272,7 @@ int main(int argc, char **argv)
                 weft_query_algo(s.wcomm, WEFT_COLL_ALLREDUCE, s.count, o.dtype, &algo);
             const char *aname = st == WEFT_SUCCESS && weft_algo_name(algo) ? weft_algo_name(algo)
                                                                            : "?";
-            bench_variant_t v[2] = {{"weft", run_weft, &s}, {"mpi", run_mpi, &s}};
+            bench_variant_t v[2] = {{"weft", run_weft, &s, NULL}, {"mpi", run_mpi, &s, NULL}};
             bench_result_t r[2];
             bench_timing_t tm = bench_timing_for(&o, bytes);
             if (bench_run_interleaved(&b, &tm, v, have_mpi ? 2 : 1, r) != 0) {

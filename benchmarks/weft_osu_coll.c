@@ -216,7 +216,7 @@ int main(int argc, char **argv)
             weft_algo_t algo = WEFT_ALGO_AUTO;
             weft_status_t st = weft_query_algo(b.comm, e.c->coll, s.count, o.dtype, &algo);
             const char *aname = st == WEFT_SUCCESS && weft_algo_name(algo) ? weft_algo_name(algo) : "?";
-            bench_variant_t v[2] = {{"weft", run_weft, &s}, {"mpi", run_mpi, &s}};
+            bench_variant_t v[2] = {{"weft", run_weft, &s, NULL}, {"mpi", run_mpi, &s, NULL}};
             bench_result_t r[2];
             bench_timing_t tm = bench_timing_for(&o, bytes ? bytes : 1);
             if (bench_run_interleaved(&b, &tm, v, have_mpi ? 2 : 1, r) != 0) {

@@ -244,7 +244,7 @@ int main(int argc, char **argv)
                 bench_fill(s.wbuf, count, WEFT_FLOAT32, b.rank);
                 bench_fill(s.mbuf, count, WEFT_FLOAT32, b.rank);
                 size_t halo_bytes = (size_t)C * (size_t)(2 * w * (H + W) + 4 * w * w) * sizeof(float);
-                bench_variant_t v[2] = {{"weft", run_weft, &s}, {"mpi", run_mpi, &s}};
+                bench_variant_t v[2] = {{"weft", run_weft, &s, NULL}, {"mpi", run_mpi, &s, NULL}};
                 bench_result_t r[2];
                 bench_timing_t tm = bench_timing_for(&o, halo_bytes);
                 if (bench_run_interleaved(&b, &tm, v, 2, r) != 0) {

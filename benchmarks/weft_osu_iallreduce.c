@@ -5,7 +5,10 @@
  *
  *   mpiexec -n 2 weft_osu_iallreduce [shared options] [--compute=busy|device]
  *
- * Per size and library:
+ * Per size and library (each iteration timed on its own, then an MPI_Barrier
+ * outside the timed part, as OSU's nonblocking benchmarks do: without it the
+ * ranks drift apart by the jitter of their compute and the leading rank's
+ * wait measures that skew, not the library):
  *   1. Pure Comm.: issue + wait with nothing in between (interleaved rounds,
  *      median of the per-iteration average, max over ranks);
  *   2. Overall: issue, compute for as long as that library's pure
@@ -20,6 +23,7 @@
  *            a GPU computes.
  */
 #include <math.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,16 +67,29 @@ static void compute_device(void *ctx, double seconds)
     bench_sleep(seconds);
 }
 
-/* Sleeps of a few microseconds overshoot by the timer slack (50 us by
- * default on Linux): ask for the smallest slack so that the device mode can
- * follow short communication times. */
+/* The device mode keeps the kernel's default timer slack (50 us), on purpose.
+ * A host thread waiting for a GPU is off its core; a sleep that is to stand
+ * in for it must be too. On the 2-core VM a nanosleep costs about 21-29 us of
+ * CPU time in the kernel's timer path whatever its length, so with the
+ * smallest slack a 6 us sleep ran 29 us of wall time at 100% CPU (busy
+ * compute, not device compute), while with the default slack it ran 89 us at
+ * 24% CPU (doc/benchmarks.md, "Device-style compute"). The overlap formula
+ * uses the measured compute time, so the longer sleep is accounted for. */
 static int setup_device(bench_ctx_t *b, void **ctx)
 {
-    (void)b;
     *ctx = NULL;
-#if defined(__linux__) && defined(PR_SET_TIMERSLACK)
-    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* best effort */
-#endif
+    /* Say what a short sleep costs here, so that a reader can tell device
+     * compute from busy compute on this machine. */
+    enum { N = 200 };
+    struct timespec c0, c1;
+    double w0 = bench_now();
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    for (int i = 0; i < N; i++) bench_sleep(5e-6);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    double wall = (bench_now() - w0) / N * 1e6;
+    double cpu = ((double)(c1.tv_sec - c0.tv_sec) * 1e9 + (double)(c1.tv_nsec - c0.tv_nsec)) / N / 1e3;
+    bench_printf(b, "# device compute: a 5 us sleep takes %.1f us here (rank 0), %.1f us of it on "
+                    "the CPU (%.0f%%)\n", wall, cpu, wall > 0 ? 100.0 * cpu / wall : 0.0);
     return 0;
 }
 
@@ -94,7 +111,7 @@ static weft_status_t stream_task(void *arg)
 {
     stream_mode_t *m = arg;
 #if defined(__linux__) && defined(PR_SET_TIMERSLACK)
-    if (!m->slack_set) { /* the stream's thread: the smallest timer slack, as setup_device */
+    if (!m->slack_set) { /* the stream's thread: the smallest timer slack */
         (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
         m->slack_set = 1;
     }
@@ -110,8 +127,6 @@ static int setup_stream(bench_ctx_t *b, void **ctx)
     stream_mode_t *m = calloc(1, sizeof *m);
     *ctx = m;
     if (m == NULL) return 1;
-    setup_device(b, ctx); /* the smallest timer slack, for the task's sleeps */
-    *ctx = m;
     weft_status_t st = weft_stream_create_host(&m->stream);
     /* Collective over MPI_COMM_WORLD: every rank calls setup at the same point. */
     if (st == WEFT_SUCCESS) st = weft_comm_create(MPI_COMM_WORLD, m->stream, &m->comm);
@@ -192,6 +207,7 @@ typedef struct state {
     void *mode_ctx;
     double compute_s[2];                 /* target compute per iteration: [0] Weft, [1] MPI */
     double comp_us[2][BENCH_MAX_ROUNDS]; /* measured compute per iteration, per round */
+    double timed_s[2];                   /* timed part of the current loop: [0] Weft, [1] MPI */
 } state_t;
 
 /* Stream modes: wait for the stream; the compute time is what ran on it. */
@@ -257,12 +273,20 @@ static int mpi_issue_wait(state_t *s, double compute_s, double *comp_acc)
 
 static int run_loop(state_t *s, int lib, int with_compute, long iters, int round)
 {
-    double comp = 0;
+    double comp = 0, timed = 0;
     double target = with_compute ? s->compute_s[lib] : 0;
     for (long i = 0; i < iters; i++) {
+        double t0 = bench_now();
         int rc = lib == 0 ? weft_issue_wait(s, target, &comp) : mpi_issue_wait(s, target, &comp);
+        timed += bench_now() - t0;
         if (rc != 0) return rc;
+        rc = MPI_Barrier(s->b->ctl); /* untimed: the next iteration starts together */
+        if (rc != MPI_SUCCESS) {
+            bench_error(s->b, "MPI_Barrier between iterations failed (code %d)", rc);
+            return 1;
+        }
     }
+    s->timed_s[lib] = timed;
     if (with_compute && round >= 0 && round < BENCH_MAX_ROUNDS)
         s->comp_us[lib][round] = comp / (double)iters * 1e6;
     return 0;
@@ -369,7 +393,8 @@ int main(int argc, char **argv)
             int nv = have_mpi ? 2 : 1;
             bench_timing_t tm = bench_timing_for(&o, bytes);
             /* 1. Pure communication. */
-            bench_variant_t vp[2] = {{"weft", weft_pure, s}, {"mpi", mpi_pure, s}};
+            bench_variant_t vp[2] = {{"weft", weft_pure, s, &s->timed_s[0]},
+                                     {"mpi", mpi_pure, s, &s->timed_s[1]}};
             bench_result_t rp[2];
             if (bench_run_interleaved(&b, &tm, vp, nv, rp) != 0) {
                 bench_error(&b, "size %zu: pure communication failed", bytes);
@@ -380,7 +405,8 @@ int main(int argc, char **argv)
             s->compute_s[0] = rp[0].median_us * 1e-6;
             s->compute_s[1] = have_mpi ? rp[1].median_us * 1e-6 : 0;
             memset(s->comp_us, 0, sizeof s->comp_us);
-            bench_variant_t vo[2] = {{"weft", weft_overall, s}, {"mpi", mpi_overall, s}};
+            bench_variant_t vo[2] = {{"weft", weft_overall, s, &s->timed_s[0]},
+                                     {"mpi", mpi_overall, s, &s->timed_s[1]}};
             bench_result_t ro[2];
             if (bench_run_interleaved(&b, &tm, vo, nv, ro) != 0) {
                 bench_error(&b, "size %zu: overlapped communication failed", bytes);

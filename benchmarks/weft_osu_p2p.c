@@ -330,8 +330,8 @@ int main(int argc, char **argv)
         size_t first = lat && o.min_bytes == 1 ? 0 : o.min_bytes;
         for (size_t bytes = first; bytes <= o.max_bytes; bytes = next_size(bytes)) {
             s->bytes = bytes;
-            bench_variant_t v[2] = {{"weft", lat ? lat_weft : bw_weft, s},
-                                    {"mpi", lat ? lat_mpi : bw_mpi, s}};
+            bench_variant_t v[2] = {{"weft", lat ? lat_weft : bw_weft, s, NULL},
+                                    {"mpi", lat ? lat_mpi : bw_mpi, s, NULL}};
             bench_result_t r[2];
             bench_timing_t tm = bench_timing_for(&o, lat ? bytes : bytes * (size_t)s->window);
             if (bench_run_interleaved(&b, &tm, v, 2, r) != 0) {

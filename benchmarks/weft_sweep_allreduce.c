@@ -190,7 +190,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < nalgo; i++)
                 if (okv[i]) {
                     map[nv] = i;
-                    v[nv++] = (bench_variant_t){weft_algo_name(runs[i].algo), run_algo, &runs[i]};
+                    v[nv++] = (bench_variant_t){weft_algo_name(runs[i].algo), run_algo, &runs[i], NULL};
                 }
             double us[N_CAND];
             for (int i = 0; i < N_CAND; i++) us[i] = NAN;
