@@ -15,6 +15,17 @@ double weft__now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+double weft__now_coarse(void)
+{
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#else
+    return weft__now();
+#endif
+}
+
 weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int line)
 {
     char text[MPI_MAX_ERROR_STRING] = "";
@@ -119,6 +130,7 @@ weft_status_t weft_finalize(void)
     weft__comm_free_all();
     weft__request_fini();
     weft__scratch_trim();
+    weft__op_cache_trim();
     weft__transport_ucx_shutdown();
     if (weft__g.we_init_mpi) {
         int rc = MPI_Finalize();

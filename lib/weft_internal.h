@@ -274,6 +274,9 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req);
 void *weft__scratch_alloc(size_t bytes);
 void weft__scratch_free(void *p);
 void weft__scratch_trim(void);
+/** Free the calling thread's cache of ops (weft_finalize; other threads' caches
+ * are freed when they exit). */
+void weft__op_cache_trim(void);
 
 /* Algorithm helpers for lib/coll (engine side). Each posts into op->xfer[op->nxfer++]. */
 weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer);
@@ -296,6 +299,15 @@ void weft__engine_submit(weft__op_t *op, bool nowake);
  * amount of work done, or -1 if another thread is progressing. Any thread.
  */
 int weft__engine_try_progress(void);
+/**
+ * Hold the progress lock outside a progress pass, so that no pass runs
+ * meanwhile (a transport's user-thread paths that touch state the engine side
+ * uses without a lock of its own, e.g. UCX endpoint creation). Spins with
+ * sched_yield until it gets the lock. Any thread that does not hold it already;
+ * never from inside a pass (not reentrant). Keep the section short.
+ */
+void weft__engine_lock(void);
+void weft__engine_unlock(void);
 /** Back off after `idle` consecutive empty polls: spin (WEFT_SPIN), then
  * yield; on an oversubscribed node sleep instead of yielding (growing, capped
  * by WEFT_MAX_SLEEP_US). Any thread. */
@@ -443,6 +455,9 @@ static inline bool weft__is_init(void)
 
 /** Monotonic seconds. Any thread. */
 double weft__now(void);
+/** The same clock at the kernel tick's resolution (a few ms), several times
+ * cheaper to read: for the watchdog, which every progress pass checks. */
+double weft__now_coarse(void);
 
 /* ---- check macros (log once where found, then propagate) ------------------ */
 weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int line);

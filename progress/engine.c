@@ -175,7 +175,7 @@ static int progress_pass(void)
     bool watchdog = false;
     bool fail_all = atomic_load_explicit(&E.finalize_fail, memory_order_acquire) != 0;
     if (weft__cfg.timeout_s > 0 || fail_all) {
-        now = weft__now();
+        now = weft__now_coarse(); /* every pass: the cheap clock */
         if (now >= E.next_watchdog || fail_all) {
             watchdog = true;
             E.next_watchdog = now + 0.05;
@@ -242,6 +242,14 @@ int weft__engine_try_progress(void)
     atomic_flag_clear_explicit(&E.lock, memory_order_release);
     return work;
 }
+
+void weft__engine_lock(void)
+{
+    /* acquire: as in weft__engine_try_progress. */
+    while (atomic_flag_test_and_set_explicit(&E.lock, memory_order_acquire)) sched_yield();
+}
+
+void weft__engine_unlock(void) { atomic_flag_clear_explicit(&E.lock, memory_order_release); }
 
 static int spin_limit(void)
 {
