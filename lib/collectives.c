@@ -352,6 +352,7 @@ static uint32_t p2p_tag(int user_tag) { return P2P_TAG_LIMIT | (uint32_t)user_ta
 static weft_status_t p2p_post(weft__op_t *op, int send, void *buf, size_t bytes, int peer, uint32_t tag)
 {
     weft__xfer_t *x = &op->xfer[op->nxfer];
+    x->eager = 0;
     weft_status_t st = send ? op->comm->tp->isend(op->comm, buf, bytes, peer, tag, x)
                             : op->comm->tp->irecv(op->comm, buf, bytes, peer, tag, x);
     if (st == WEFT_SUCCESS) op->nxfer++;

@@ -97,7 +97,9 @@ static weft_status_t halo_start(weft__op_t *op)
         const char *src = pl->stage + d->soff;
         if (at != SIZE_MAX) src = (const char *)op->recvbuf + at; /* contiguous: no staging */
         else weft__halo_pack(op->recvbuf, &pl->layout, r, pl->stage + d->soff);
-        WEFT__CHECK(weft__coll_isend(op, src, r->bytes, d->to));
+        /* eager: every rank sends and receives at once, so a rendezvous
+         * handshake only adds a round trip (doc/benchmarks_halo.md) */
+        WEFT__CHECK(weft__coll_isend_eager(op, src, r->bytes, d->to));
     }
     return halo_step(op);
 }

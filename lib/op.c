@@ -160,7 +160,8 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
 }
 
 /* ---- transfer helpers (engine side) ------------------------------------------- */
-weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer)
+static weft_status_t coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer,
+                                int eager)
 {
     if (WEFT__UNLIKELY(op->nxfer >= WEFT__MAX_XFER)) {
         WEFT__ERROR("%s: more than %d transfers in one step", weft__opkind_name(op->kind),
@@ -168,9 +169,20 @@ weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, in
         return WEFT_ERR_INTERNAL;
     }
     weft__xfer_t *x = &op->xfer[op->nxfer];
+    x->eager = eager;
     weft_status_t st = op->comm->tp->isend(op->comm, buf, bytes, peer, op->tag, x);
     if (st == WEFT_SUCCESS) op->nxfer++;
     return st;
+}
+
+weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer)
+{
+    return coll_isend(op, buf, bytes, peer, 0);
+}
+
+weft_status_t weft__coll_isend_eager(weft__op_t *op, const void *buf, size_t bytes, int peer)
+{
+    return coll_isend(op, buf, bytes, peer, 1);
 }
 
 weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer)

@@ -86,6 +86,10 @@ typedef struct weft__xfer {
         void *ptr;
     } h;
     int active; /* posted and not yet seen complete */
+    /** Set by the poster before isend: prefer a buffered (eager) protocol to
+     * a rendezvous, for messages whose sender and receiver post at the same
+     * time (halo faces): no handshake round trip. A hint; MPI ignores it. */
+    int eager;
 } weft__xfer_t;
 
 /**
@@ -280,6 +284,8 @@ void weft__op_cache_trim(void);
 
 /* Algorithm helpers for lib/coll (engine side). Each posts into op->xfer[op->nxfer++]. */
 weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer);
+/** weft__coll_isend with the transfer's eager hint set (see weft__xfer_t). */
+weft_status_t weft__coll_isend_eager(weft__op_t *op, const void *buf, size_t bytes, int peer);
 weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer);
 /**
  * WEFT_SUCCESS when every transfer of the current step completed (nxfer is

@@ -552,7 +552,10 @@ static weft_status_t ucx_isend(weft__comm_t *comm, const void *buf, size_t bytes
         return WEFT_ERR_INVALID_ARG;
     }
     ucp_request_param_t prm;
-    prm.op_attr_mask = 0;
+    /* FAST_CMPL: UCX then keeps a buffered eager protocol up to its local
+     * rendezvous threshold (UCX_RNDV_SEND_NBR_THRESH) instead of switching
+     * to a rendezvous above UCX_RNDV_THRESH. */
+    prm.op_attr_mask = x->eager ? UCP_OP_ATTR_FLAG_FAST_CMPL : 0;
     if (buf == NULL) buf = &g_zero_byte;
 
     ucs_status_ptr_t r = ucp_tag_send_nbx(uc->eps[peer], buf, bytes,
