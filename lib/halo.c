@@ -38,6 +38,10 @@ typedef struct halo_dir {
     /* regions that are one contiguous run of the buffer skip the staging:
      * their byte offsets in the buffer, or SIZE_MAX */
     size_t inner_at, halo_at, inner_m_at, halo_m_at;
+    /* the exchange in flight: its strided messages, when the transport packs
+     * them itself (isend_dt / irecv_dt) instead of the staging buffer */
+    weft__xfer_dt_t sdt, rdt;
+    int rdt_on;
 } halo_dir_t;
 
 struct weft_halo_plan {
@@ -59,6 +63,28 @@ struct weft_halo_plan {
 enum { MODE_FILL = 0, MODE_ACCUMULATE = 1 };
 
 /* ---- the op (engine side) -------------------------------------------------------- */
+/* weft__xfer_dt_t callbacks: obj is the buffer, arg1 its layout, arg2 the region. */
+static size_t dt_pack(const weft__xfer_dt_t *d, size_t offset, void *dst, size_t max)
+{
+    return weft__halo_pack_part(d->obj, d->arg1, d->arg2, offset, dst, max);
+}
+
+static void dt_unpack(const weft__xfer_dt_t *d, size_t offset, const void *src, size_t len)
+{
+    weft__halo_unpack_part(d->obj, d->arg1, d->arg2, offset, src, len);
+}
+
+static void dt_set(weft__xfer_dt_t *d, void *buf, const weft__halo_layout_t *l,
+                   const weft__halo_region_t *r)
+{
+    d->bytes = r->bytes;
+    d->pack = dt_pack;
+    d->unpack = dt_unpack;
+    d->obj = buf;
+    d->arg1 = l;
+    d->arg2 = r;
+}
+
 static weft_status_t halo_step(weft__op_t *op)
 {
     struct weft_halo_plan *pl = op->arg;
@@ -68,7 +94,7 @@ static weft_status_t halo_step(weft__op_t *op)
         halo_dir_t *d = &pl->dir[k];
         if (d->from < 0) continue;
         if (op->user_tag == MODE_FILL) {
-            if (d->halo_m_at == SIZE_MAX)
+            if (d->halo_m_at == SIZE_MAX && !d->rdt_on)
                 weft__halo_unpack(op->recvbuf, &pl->layout, &d->halo_m, pl->stage + d->roff);
         } else {
             weft__halo_unpack_add(op->recvbuf, &pl->layout, &d->inner_m, pl->stage + d->roff);
@@ -81,10 +107,20 @@ static weft_status_t halo_start(weft__op_t *op)
 {
     struct weft_halo_plan *pl = op->arg;
     int fill = op->user_tag == MODE_FILL;
+    const weft__transport_t *tp = op->comm->tp;
     for (int k = 0; k < pl->ndir; k++) {
         halo_dir_t *d = &pl->dir[k];
         const weft__halo_region_t *r = fill ? &d->halo_m : &d->inner_m;
+        d->rdt_on = 0;
         if (d->from < 0 || r->bytes == 0) continue;
+        if (fill && d->halo_m_at == SIZE_MAX && tp->irecv_dt != NULL) {
+            /* strided: the transport unpacks each fragment in place (not when
+             * accumulating: a fragment may end inside an element) */
+            dt_set(&d->rdt, op->recvbuf, &pl->layout, r);
+            d->rdt_on = 1;
+            WEFT__CHECK(weft__coll_irecv_dt(op, &d->rdt, d->from));
+            continue;
+        }
         char *dst = fill && d->halo_m_at != SIZE_MAX ? (char *)op->recvbuf + d->halo_m_at
                                                      : pl->stage + d->roff;
         WEFT__CHECK(weft__coll_irecv(op, dst, r->bytes, d->from));
@@ -94,6 +130,11 @@ static weft_status_t halo_start(weft__op_t *op)
         const weft__halo_region_t *r = fill ? &d->inner : &d->halo;
         if (d->to < 0 || r->bytes == 0) continue;
         size_t at = fill ? d->inner_at : d->halo_at;
+        if (at == SIZE_MAX && tp->isend_dt != NULL) { /* strided: packed by the transport */
+            dt_set(&d->sdt, op->recvbuf, &pl->layout, r);
+            WEFT__CHECK(weft__coll_isend_dt(op, &d->sdt, d->to));
+            continue;
+        }
         const char *src = pl->stage + d->soff;
         if (at != SIZE_MAX) src = (const char *)op->recvbuf + at; /* contiguous: no staging */
         else weft__halo_pack(op->recvbuf, &pl->layout, r, pl->stage + d->soff);

@@ -33,6 +33,15 @@ void weft__halo_pack(const void *buf, const weft__halo_layout_t *l, const weft__
 /** Copy the contiguous in into region of buf. Any thread. */
 void weft__halo_unpack(void *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
                        const void *in);
+/** Bytes [offset, offset + min(max, rest)) of the packed region into out;
+ * returns how many (0 past the end). Offsets need not fall on rows or
+ * elements: a transport packs its own fragments with it. Any thread. */
+size_t weft__halo_pack_part(const void *buf, const weft__halo_layout_t *l,
+                            const weft__halo_region_t *r, size_t offset, void *out, size_t max);
+/** The reverse: bytes [offset, offset + len) of the packed region from in into
+ * buf (clipped to the region). Any thread. */
+void weft__halo_unpack_part(void *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
+                            size_t offset, const void *in, size_t len);
 /** Add the contiguous in into region of buf (SUM in l->dtype). Any thread. */
 void weft__halo_unpack_add(void *buf, const weft__halo_layout_t *l, const weft__halo_region_t *r,
                            const void *in);

@@ -160,14 +160,18 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
 }
 
 /* ---- transfer helpers (engine side) ------------------------------------------- */
+static int xfer_room(const weft__op_t *op)
+{
+    if (WEFT__LIKELY(op->nxfer < WEFT__MAX_XFER)) return 1;
+    WEFT__ERROR("%s: more than %d transfers in one step", weft__opkind_name(op->kind),
+                WEFT__MAX_XFER);
+    return 0;
+}
+
 static weft_status_t coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer,
                                 int eager)
 {
-    if (WEFT__UNLIKELY(op->nxfer >= WEFT__MAX_XFER)) {
-        WEFT__ERROR("%s: more than %d transfers in one step", weft__opkind_name(op->kind),
-                    WEFT__MAX_XFER);
-        return WEFT_ERR_INTERNAL;
-    }
+    if (!xfer_room(op)) return WEFT_ERR_INTERNAL;
     weft__xfer_t *x = &op->xfer[op->nxfer];
     x->eager = eager;
     weft_status_t st = op->comm->tp->isend(op->comm, buf, bytes, peer, op->tag, x);
@@ -185,13 +189,29 @@ weft_status_t weft__coll_isend_eager(weft__op_t *op, const void *buf, size_t byt
     return coll_isend(op, buf, bytes, peer, 1);
 }
 
+weft_status_t weft__coll_isend_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer)
+{
+    if (!xfer_room(op)) return WEFT_ERR_INTERNAL;
+    weft__xfer_t *x = &op->xfer[op->nxfer];
+    x->eager = 1;
+    weft_status_t st = op->comm->tp->isend_dt(op->comm, d, peer, op->tag, x);
+    if (st == WEFT_SUCCESS) op->nxfer++;
+    return st;
+}
+
+weft_status_t weft__coll_irecv_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer)
+{
+    if (!xfer_room(op)) return WEFT_ERR_INTERNAL;
+    weft__xfer_t *x = &op->xfer[op->nxfer];
+    x->eager = 0;
+    weft_status_t st = op->comm->tp->irecv_dt(op->comm, d, peer, op->tag, x);
+    if (st == WEFT_SUCCESS) op->nxfer++;
+    return st;
+}
+
 weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer)
 {
-    if (WEFT__UNLIKELY(op->nxfer >= WEFT__MAX_XFER)) {
-        WEFT__ERROR("%s: more than %d transfers in one step", weft__opkind_name(op->kind),
-                    WEFT__MAX_XFER);
-        return WEFT_ERR_INTERNAL;
-    }
+    if (!xfer_room(op)) return WEFT_ERR_INTERNAL;
     weft__xfer_t *x = &op->xfer[op->nxfer];
     weft_status_t st = op->comm->tp->irecv(op->comm, buf, bytes, peer, op->tag, x);
     if (st == WEFT_SUCCESS) op->nxfer++;

@@ -93,6 +93,21 @@ typedef struct weft__xfer {
 } weft__xfer_t;
 
 /**
+ * A message that is not one contiguous run of memory (a halo face): the
+ * transport asks for its bytes piece by piece (pack), or hands them over
+ * (unpack), at byte offsets that need not fall on elements, so it can pack
+ * straight into its own buffers instead of the caller staging a copy. Must
+ * stay valid and unchanged until the transfer completes.
+ */
+typedef struct weft__xfer_dt {
+    size_t bytes;
+    size_t (*pack)(const struct weft__xfer_dt *d, size_t offset, void *dst, size_t max);
+    void (*unpack)(const struct weft__xfer_dt *d, size_t offset, const void *src, size_t len);
+    void *obj;                /* for the callbacks: the buffer */
+    const void *arg1, *arg2;  /* for the callbacks: its layout and region */
+} weft__xfer_dt_t;
+
+/**
  * A transport moves bytes between ranks of a communicator with tagged,
  * nonblocking send/recv. Tags are 32-bit; messages with the same (peer, tag)
  * match in posting order. Thread: engine side only (the engine thread, or a
@@ -107,6 +122,13 @@ typedef struct weft__transport {
                            uint32_t tag, weft__xfer_t *x);
     weft_status_t (*irecv)(struct weft__comm *comm, void *buf, size_t bytes, int peer,
                            uint32_t tag, weft__xfer_t *x);
+    /** Optional (NULL: the caller stages the message in a contiguous buffer):
+     * send or receive a weft__xfer_dt_t message; the receive's bytes must
+     * equal the send's. */
+    weft_status_t (*isend_dt)(struct weft__comm *comm, const weft__xfer_dt_t *d, int peer,
+                              uint32_t tag, weft__xfer_t *x);
+    weft_status_t (*irecv_dt)(struct weft__comm *comm, const weft__xfer_dt_t *d, int peer,
+                              uint32_t tag, weft__xfer_t *x);
     /** Test n transfers; sets *done = 1 when every active one completed
      * (completed ones get active = 0). Returns an error if one failed. */
     weft_status_t (*testall)(struct weft__comm *comm, weft__xfer_t *x, int n, int *done);
@@ -286,6 +308,10 @@ void weft__op_cache_trim(void);
 weft_status_t weft__coll_isend(weft__op_t *op, const void *buf, size_t bytes, int peer);
 /** weft__coll_isend with the transfer's eager hint set (see weft__xfer_t). */
 weft_status_t weft__coll_isend_eager(weft__op_t *op, const void *buf, size_t bytes, int peer);
+/** Send / receive a weft__xfer_dt_t message (only when the comm's transport has
+ * isend_dt / irecv_dt); the send with the eager hint set. */
+weft_status_t weft__coll_isend_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer);
+weft_status_t weft__coll_irecv_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer);
 weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer);
 /**
  * WEFT_SUCCESS when every transfer of the current step completed (nxfer is

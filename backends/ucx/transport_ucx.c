@@ -65,6 +65,8 @@ static ucp_worker_h g_worker;
 static ucp_address_t *g_addr;
 static size_t g_addr_len;
 static int g_init_failed;        /* 1 after a failed init: do not retry every comm */
+static ucp_datatype_t g_dt;      /* generic datatype over weft__xfer_dt_t (isend_dt) */
+static int g_dt_ok;              /* g_dt exists (with g_worker) */
 /* Set (release) once g_worker is usable, cleared before it is destroyed: the
  * progress hook reads g_worker only after seeing it (acquire). */
 static _Atomic int g_ready;
@@ -89,6 +91,50 @@ static weft_status_t ucx_error(ucs_status_t s, const char *what)
     WEFT__ERROR("UCX transport: %s failed: %s", what, ucs_status_string(s));
     return WEFT_ERR_UCX;
 }
+
+/* ---- the generic datatype: UCX packs a weft__xfer_dt_t itself ------------- */
+/* The "buffer" UCX is given is the descriptor; count is 1. UCX calls these
+ * from inside ucp_tag_send_nbx / ucp_worker_progress, engine side. */
+static void *dt_start_pack(void *context, const void *buffer, size_t count)
+{
+    WEFT__UNUSED(context);
+    WEFT__UNUSED(count);
+    return (void *)buffer;
+}
+
+static void *dt_start_unpack(void *context, void *buffer, size_t count)
+{
+    WEFT__UNUSED(context);
+    WEFT__UNUSED(count);
+    return buffer;
+}
+
+static size_t dt_packed_size(void *state) { return ((const weft__xfer_dt_t *)state)->bytes; }
+
+static size_t dt_pack(void *state, size_t offset, void *dest, size_t max_length)
+{
+    const weft__xfer_dt_t *d = state;
+    return d->pack(d, offset, dest, max_length);
+}
+
+static ucs_status_t dt_unpack(void *state, size_t offset, const void *src, size_t length)
+{
+    const weft__xfer_dt_t *d = state;
+    if (offset > d->bytes || length > d->bytes - offset) return UCS_ERR_MESSAGE_TRUNCATED;
+    d->unpack(d, offset, src, length);
+    return UCS_OK;
+}
+
+static void dt_finish(void *state) { WEFT__UNUSED(state); }
+
+static const ucp_generic_dt_ops_t g_dt_ops = {
+    .start_pack = dt_start_pack,
+    .start_unpack = dt_start_unpack,
+    .packed_size = dt_packed_size,
+    .pack = dt_pack,
+    .unpack = dt_unpack,
+    .finish = dt_finish,
+};
 
 /* ---- context and worker -------------------------------------------------- */
 /**
@@ -146,6 +192,14 @@ static weft_status_t ucx_global_init(void)
         goto out_cleanup_worker;
     }
 
+    s = ucp_dt_create_generic(&g_dt_ops, NULL, &g_dt);
+    if (s != UCS_OK) {
+        st = ucx_error(s, "ucp_dt_create_generic");
+        ucp_worker_release_address(worker, addr);
+        goto out_cleanup_worker;
+    }
+    g_dt_ok = 1;
+
     g_context = context;
     g_worker = worker;
     g_addr = addr;
@@ -175,6 +229,8 @@ void weft__transport_ucx_shutdown(void)
 {
     pthread_mutex_lock(&g_lock);
     atomic_store_explicit(&g_ready, 0, memory_order_relaxed);
+    if (g_dt_ok) ucp_dt_destroy(g_dt);
+    g_dt_ok = 0;
     if (g_addr != NULL) ucp_worker_release_address(g_worker, g_addr);
     if (g_worker != NULL) ucp_worker_destroy(g_worker);
     if (g_context != NULL) ucp_cleanup(g_context);
@@ -539,6 +595,25 @@ out:
 }
 
 /* ---- data path (engine side) ----------------------------------------------- */
+/* Shared tail of the four posting calls: record UCX's answer in x. */
+static weft_status_t posted(ucs_status_ptr_t r, weft__xfer_t *x, const char *what, size_t bytes,
+                            int peer, uint32_t tag)
+{
+    if (r == NULL) { /* completed at once */
+        x->h.ptr = NULL;
+        x->active = 0;
+        return WEFT_SUCCESS;
+    }
+    if (UCS_PTR_IS_ERR(r)) {
+        WEFT__ERROR("UCX transport: %s(%zu bytes, rank %d, tag %u) failed: %s", what, bytes, peer,
+                    (unsigned)tag, ucs_status_string(UCS_PTR_STATUS(r)));
+        return WEFT_ERR_UCX;
+    }
+    x->h.ptr = r;
+    x->active = 1;
+    return WEFT_SUCCESS;
+}
+
 /**
  * Post a tagged send of `bytes` bytes to `peer`. Immediate completion leaves
  * x inactive. Engine side only.
@@ -560,20 +635,7 @@ static weft_status_t ucx_isend(weft__comm_t *comm, const void *buf, size_t bytes
 
     ucs_status_ptr_t r = ucp_tag_send_nbx(uc->eps[peer], buf, bytes,
                                           ucx_tag(uc->id, comm->rank, tag), &prm);
-
-    if (r == NULL) {
-        x->h.ptr = NULL;
-        x->active = 0;
-        return WEFT_SUCCESS;
-    }
-    if (UCS_PTR_IS_ERR(r)) {
-        WEFT__ERROR("UCX transport: ucp_tag_send_nbx(%zu bytes to rank %d, tag %u) failed: %s",
-                    bytes, peer, (unsigned)tag, ucs_status_string(UCS_PTR_STATUS(r)));
-        return WEFT_ERR_UCX;
-    }
-    x->h.ptr = r;
-    x->active = 1;
-    return WEFT_SUCCESS;
+    return posted(r, x, "ucp_tag_send_nbx", bytes, peer, tag);
 }
 
 /**
@@ -594,20 +656,43 @@ static weft_status_t ucx_irecv(weft__comm_t *comm, void *buf, size_t bytes, int 
 
     ucs_status_ptr_t r = ucp_tag_recv_nbx(g_worker, buf, bytes, ucx_tag(uc->id, peer, tag),
                                           UCX_TAG_MASK_FULL, &prm);
+    return posted(r, x, "ucp_tag_recv_nbx", bytes, peer, tag);
+}
 
-    if (r == NULL) { /* not returned without recv_info, but harmless */
-        x->h.ptr = NULL;
-        x->active = 0;
-        return WEFT_SUCCESS;
+/** Send a weft__xfer_dt_t message: UCX packs it into its own fragments through
+ * g_dt (eager hint as in ucx_isend). Engine side only. */
+static weft_status_t ucx_isend_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, int peer,
+                                  uint32_t tag, weft__xfer_t *x)
+{
+    ucx_comm_t *uc = comm->tp_state;
+    if (WEFT__UNLIKELY(uc == NULL || peer < 0 || peer >= uc->size)) {
+        WEFT__ERROR("UCX transport: send to invalid rank %d on comm %d", peer, comm->id);
+        return WEFT_ERR_INVALID_ARG;
     }
-    if (UCS_PTR_IS_ERR(r)) {
-        WEFT__ERROR("UCX transport: ucp_tag_recv_nbx(%zu bytes from rank %d, tag %u) failed: %s",
-                    bytes, peer, (unsigned)tag, ucs_status_string(UCS_PTR_STATUS(r)));
-        return WEFT_ERR_UCX;
+    ucp_request_param_t prm;
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | (x->eager ? UCP_OP_ATTR_FLAG_FAST_CMPL : 0);
+    prm.datatype = g_dt;
+    ucs_status_ptr_t r = ucp_tag_send_nbx(uc->eps[peer], d, 1, ucx_tag(uc->id, comm->rank, tag),
+                                          &prm);
+    return posted(r, x, "ucp_tag_send_nbx (packed)", d->bytes, peer, tag);
+}
+
+/** Receive a weft__xfer_dt_t message: UCX unpacks each fragment in place.
+ * Engine side only. */
+static weft_status_t ucx_irecv_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, int peer,
+                                  uint32_t tag, weft__xfer_t *x)
+{
+    ucx_comm_t *uc = comm->tp_state;
+    if (WEFT__UNLIKELY(uc == NULL || peer < 0 || peer >= uc->size)) {
+        WEFT__ERROR("UCX transport: receive from invalid rank %d on comm %d", peer, comm->id);
+        return WEFT_ERR_INVALID_ARG;
     }
-    x->h.ptr = r;
-    x->active = 1;
-    return WEFT_SUCCESS;
+    ucp_request_param_t prm;
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+    prm.datatype = g_dt;
+    ucs_status_ptr_t r = ucp_tag_recv_nbx(g_worker, (void *)d, 1, ucx_tag(uc->id, peer, tag),
+                                          UCX_TAG_MASK_FULL, &prm);
+    return posted(r, x, "ucp_tag_recv_nbx (packed)", d->bytes, peer, tag);
 }
 
 /* Check active transfers; returns how many are still running. Engine side. */
@@ -698,6 +783,8 @@ static const weft__transport_t transport_ucx = {
     .comm_close = ucx_comm_close,
     .isend = ucx_isend,
     .irecv = ucx_irecv,
+    .isend_dt = ucx_isend_dt,
+    .irecv_dt = ucx_irecv_dt,
     .testall = ucx_testall,
     .cancel = ucx_cancel,
     .progress = ucx_progress,

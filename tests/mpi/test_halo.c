@@ -301,6 +301,27 @@ static void sweep(mt_ctx_t *t)
         run_cfg(t, &c, 0, 1);
         cases++;
     }
+    /* Faces of tens of KiB in both dimensions, strided in the fastest one: a
+     * transport that packs its own fragments (UCX) cuts them inside rows and
+     * inside elements. 16 channels, widths 2 and 1, both modes. */
+    for (int mode = 0; mode < 2; mode++) {
+        cfg_t c;
+        memset(&c, 0, sizeof c);
+        c.nd = 2;
+        c.grid[0] = t->size == 4 ? 2 : 1;
+        c.grid[1] = t->size == 4 ? 2 : t->size;
+        c.wlo[0] = c.whi[0] = 1;
+        c.wlo[1] = c.whi[1] = 2;
+        c.G[0] = 301 * (size_t)c.grid[0];
+        c.G[1] = 257 * (size_t)c.grid[1] + 1;
+        c.G[2] = 1;
+        c.corners = 1;
+        c.nlead = 1;
+        c.lead[0] = 16;
+        c.dt = WEFT_FLOAT32;
+        run_cfg(t, &c, mode, 0);
+        cases++;
+    }
     mt_info(t, "halo: %d configurations", cases);
 }
 
