@@ -168,8 +168,6 @@ static int progress_pass(void)
     unsigned events0 = weft__engine_events;
     drain_submissions();
     E.pass++;
-    const weft__transport_t *ucx = weft__transport_ucx();
-    if (ucx && ucx->progress) work += ucx->progress();
 
     double now = 0;
     bool watchdog = false;
@@ -230,6 +228,10 @@ static int progress_pass(void)
         }
         op = next;
     }
+    /* The transport's own progress last: it may skip it when the ops' tests
+     * above already progressed it (UCX). */
+    const weft__transport_t *ucx = weft__transport_ucx();
+    if (ucx && ucx->progress) work += ucx->progress();
     return work + (int)(weft__engine_events - events0);
 }
 
