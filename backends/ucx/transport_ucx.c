@@ -598,6 +598,15 @@ out:
 }
 
 /* ---- data path (engine side) ----------------------------------------------- */
+/* The comm's UCX state if peer is one of its ranks; NULL (logged) otherwise. */
+static ucx_comm_t *peer_comm(weft__comm_t *comm, int peer, const char *what)
+{
+    ucx_comm_t *uc = comm->tp_state;
+    if (WEFT__LIKELY(uc != NULL && peer >= 0 && peer < uc->size)) return uc;
+    WEFT__ERROR("UCX transport: %s invalid rank %d on comm %d", what, peer, comm->id);
+    return NULL;
+}
+
 /* Shared tail of the four posting calls: record UCX's answer in x. */
 static weft_status_t posted(ucs_status_ptr_t r, weft__xfer_t *x, const char *what, size_t bytes,
                             int peer, uint32_t tag)
@@ -624,11 +633,8 @@ static weft_status_t posted(ucs_status_ptr_t r, weft__xfer_t *x, const char *wha
 static weft_status_t ucx_isend(weft__comm_t *comm, const void *buf, size_t bytes, int peer,
                                uint32_t tag, weft__xfer_t *x)
 {
-    ucx_comm_t *uc = comm->tp_state;
-    if (WEFT__UNLIKELY(uc == NULL || peer < 0 || peer >= uc->size)) {
-        WEFT__ERROR("UCX transport: send to invalid rank %d on comm %d", peer, comm->id);
-        return WEFT_ERR_INVALID_ARG;
-    }
+    ucx_comm_t *uc = peer_comm(comm, peer, "send to");
+    if (WEFT__UNLIKELY(uc == NULL)) return WEFT_ERR_INVALID_ARG;
     ucp_request_param_t prm;
     /* FAST_CMPL: UCX then keeps a buffered eager protocol up to its local
      * rendezvous threshold (UCX_RNDV_SEND_NBR_THRESH) instead of switching
@@ -648,11 +654,8 @@ static weft_status_t ucx_isend(weft__comm_t *comm, const void *buf, size_t bytes
 static weft_status_t ucx_irecv(weft__comm_t *comm, void *buf, size_t bytes, int peer,
                                uint32_t tag, weft__xfer_t *x)
 {
-    ucx_comm_t *uc = comm->tp_state;
-    if (WEFT__UNLIKELY(uc == NULL || peer < 0 || peer >= uc->size)) {
-        WEFT__ERROR("UCX transport: receive from invalid rank %d on comm %d", peer, comm->id);
-        return WEFT_ERR_INVALID_ARG;
-    }
+    ucx_comm_t *uc = peer_comm(comm, peer, "receive from");
+    if (WEFT__UNLIKELY(uc == NULL)) return WEFT_ERR_INVALID_ARG;
     ucp_request_param_t prm;
     ucp_tag_recv_info_t info;
     /* With somewhere to put the receive's info, UCX may complete a receive
@@ -671,11 +674,8 @@ static weft_status_t ucx_irecv(weft__comm_t *comm, void *buf, size_t bytes, int 
 static weft_status_t ucx_isend_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, int peer,
                                   uint32_t tag, weft__xfer_t *x)
 {
-    ucx_comm_t *uc = comm->tp_state;
-    if (WEFT__UNLIKELY(uc == NULL || peer < 0 || peer >= uc->size)) {
-        WEFT__ERROR("UCX transport: send to invalid rank %d on comm %d", peer, comm->id);
-        return WEFT_ERR_INVALID_ARG;
-    }
+    ucx_comm_t *uc = peer_comm(comm, peer, "send to");
+    if (WEFT__UNLIKELY(uc == NULL)) return WEFT_ERR_INVALID_ARG;
     ucp_request_param_t prm;
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | (x->eager ? UCP_OP_ATTR_FLAG_FAST_CMPL : 0);
     prm.datatype = g_dt;
@@ -689,11 +689,8 @@ static weft_status_t ucx_isend_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, 
 static weft_status_t ucx_irecv_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, int peer,
                                   uint32_t tag, weft__xfer_t *x)
 {
-    ucx_comm_t *uc = comm->tp_state;
-    if (WEFT__UNLIKELY(uc == NULL || peer < 0 || peer >= uc->size)) {
-        WEFT__ERROR("UCX transport: receive from invalid rank %d on comm %d", peer, comm->id);
-        return WEFT_ERR_INVALID_ARG;
-    }
+    ucx_comm_t *uc = peer_comm(comm, peer, "receive from");
+    if (WEFT__UNLIKELY(uc == NULL)) return WEFT_ERR_INVALID_ARG;
     ucp_request_param_t prm;
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
     prm.datatype = g_dt;
