@@ -137,8 +137,13 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
      * tags come from the user's tag, above the collective range). */
     if (op->kind != WEFT__OP_SEND && op->kind != WEFT__OP_RECV)
         op->tag = atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed) & WEFT__COLL_TAG_MASK;
-    op->t_issue = weft__now();
-    if (WEFT__OBS_ON()) weft__obs_issue(op);
+    op->timed = WEFT__OBS_ON();
+    if (op->timed) {
+        op->t_issue = weft__now();
+        weft__obs_issue(op);
+    } else {
+        op->t_issue = weft__now_coarse();
+    }
     atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
     if (req != NULL) {
         weft__engine_submit(op, false);
@@ -152,7 +157,7 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
     /* Blocking: do not wake the engine; this thread drives the op itself and
      * wakes the engine only if it has to wait long. */
     weft__engine_submit(op, true);
-    if (WEFT__OBS_ON()) weft__obs_wait_done(op); /* times the caller's blocked wait */
+    if (op->timed && WEFT__OBS_ON()) weft__obs_wait_done(op); /* times the blocked wait */
     else weft__op_wait_done(op);
     st = op->status;
     weft__op_free(op);

@@ -268,7 +268,11 @@ struct weft__op {
     int nxfer;               /* transfers posted in the current step */
     void *tmp;               /* scratch owned by the algorithm (freed in cleanup) */
     size_t tmp_bytes;
-    double t_issue, t_start; /* weft__now() */
+    /* weft__now() when the op was issued with observability on (timed = 1:
+     * the profiler and the trace see only such ops), else the coarse clock,
+     * which is all the watchdog needs and costs less than the precise one */
+    double t_issue, t_start;
+    int timed;
     weft__op_t *next;        /* engine lists / submission queue */
     _Alignas(16) unsigned char priv[WEFT__PRIV_BYTES]; /* algorithm-private state */
 

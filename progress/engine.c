@@ -101,6 +101,9 @@ void weft__engine_wake(void)
 /* ---- engine-side helpers (progress lock held) ---------------------------------- */
 static void drain_submissions(void)
 {
+    /* A plain load first: most polling passes find nothing submitted, and
+     * the exchange is a locked instruction. */
+    if (atomic_load_explicit(&E.submit_top, memory_order_relaxed) == NULL) return;
     /* acquire: pairs with the release CAS in weft__engine_submit. */
     weft__op_t *list = atomic_exchange_explicit(&E.submit_top, NULL, memory_order_acquire);
     weft__op_t *rev = NULL;
@@ -139,7 +142,7 @@ static void finish_op(weft__op_t *op, weft_status_t st)
     }
     if (op->started && op->impl && op->impl->cleanup) op->impl->cleanup(op);
     if (st == WEFT_SUCCESS && op->finish) st = op->finish(op);
-    if (WEFT__OBS_ON()) weft__obs_done(op, st); /* profile + trace, before op may be freed */
+    if (op->timed && WEFT__OBS_ON()) weft__obs_done(op, st); /* before op may be freed */
     atomic_fetch_sub_explicit(&op->comm->inflight, 1, memory_order_release);
     atomic_fetch_sub_explicit(&E.inflight, 1, memory_order_release);
     weft__op_complete(op, st);
@@ -193,14 +196,14 @@ static int progress_pass(void)
                 c->engine_blocked = (int)((E.pass & 0x7fffffff) + 1);
             } else {
                 op->started = 1;
-                op->t_start = weft__now();
+                op->t_start = op->timed ? weft__now() : weft__now_coarse();
                 st = op->impl->start(op);
-                if (WEFT__OBS_ON()) weft__obs_start(op, st);
+                if (op->timed && WEFT__OBS_ON()) weft__obs_start(op, st);
                 work++;
             }
         }
         if (op->started && st == WEFT_INPROGRESS) {
-            if (WEFT__OBS_ON()) st = weft__obs_step(op); /* times the step (trace) */
+            if (op->timed && WEFT__OBS_ON()) st = weft__obs_step(op); /* times the step (trace) */
             else st = op->impl->step(op);
         }
 
