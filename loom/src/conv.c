@@ -4,19 +4,25 @@
  *
  * Cost (per sample, forward): 2 * cout * (cin/groups) * kh * kw * ho * wo
  * FLOPs in sgemm, plus an im2col copy of (cin*kh*kw) * ho*wo floats.
- * Backward: twice the forward FLOPs (weight gradient and data gradient) and
- * one im2col + one col2im.
+ * Backward: twice the forward FLOPs (weight gradient and data gradient).
+ * Stride 1: one im2col of dy, which feeds both products (dx_by_correlation,
+ * bwd_task); strided: one im2col of x and one col2im.
  *
  * Several samples are packed side by side in one column matrix (K rows,
- * nb*P columns) so that the sgemm is wide enough to keep the BLAS threads
- * busy on small images; a 1x1 stride-1 unpadded ungrouped convolution skips
- * im2col and multiplies the input directly.
+ * nb*P columns) so that the sgemm is wide enough on small images; a 1x1
+ * stride-1 unpadded ungrouped convolution skips im2col and multiplies the
+ * input directly.
  */
 #include "internal.h"
 
 #include <cblas.h>
 
-#define COLS_TARGET 1024          /* columns of one packed sgemm (per thread) */
+/* Columns of one packed sgemm (per thread).  On ResNet-20 (28x28, batch 128,
+ * 2 threads) 512 and 784 ran 4-6% faster than 1024 and 256 (alternating
+ * runs on the shared 2-core VM): the column matrix of 64 channels at 7x7
+ * (576 rows) then stays within the 2 MB L2, and 28x28 images (784 columns)
+ * are multiplied one per sgemm, straight into y. */
+#define COLS_TARGET 512
 #define COL_MAX_FLOATS (4u << 20) /* cap of one thread's column buffer */
 
 int loom_conv_out_size(int in, int k, int stride, int pad, int dil)
@@ -50,6 +56,28 @@ static int is_pointwise(const loom_conv_desc_t *d)
            d->pad_w == 0 && d->groups == 1;
 }
 
+/* The data gradient of a stride-1 convolution is itself a stride-1
+ * convolution: dy, zero-padded by dil*(k-1) - pad, correlated with the
+ * spatially flipped kernel with input and output channels swapped.  Computed
+ * that way (im2col of dy, one sgemm writing dx) it needs no col2im
+ * scatter-add and no zeroing of dx.  Strided convolutions keep col2im. */
+static int dx_by_correlation(const loom_conv_desc_t *d)
+{
+    return !is_pointwise(d) && d->stride_h == 1 && d->stride_w == 1 &&
+           d->pad_h <= d->dil_h * (d->kh - 1) && d->pad_w <= d->dil_w * (d->kw - 1);
+}
+
+/* The convolution that maps dy to dx (see dx_by_correlation). */
+static loom_conv_desc_t flipped_desc(const loom_conv_desc_t *d)
+{
+    loom_conv_desc_t t = *d;
+    t.cin = d->cout, t.cout = d->cin;
+    t.pad_h = d->dil_h * (d->kh - 1) - d->pad_h;
+    t.pad_w = d->dil_w * (d->kw - 1) - d->pad_w;
+    t.bias = 0;
+    return t;
+}
+
 /* Samples packed in one column matrix (per thread). */
 static int chunk_samples(size_t K, size_t P, int n, int nt)
 {
@@ -63,23 +91,50 @@ static int chunk_samples(size_t K, size_t P, int n, int nt)
     return (int)nb;
 }
 
+/* Workspace: a shared part (the flipped weights of dx_by_correlation), then
+ * one part per thread, laid out as
+ *   col   im2col of x, K x nb*P (forward; weight gradient as dy * col^T),
+ *         or x of the packed samples, cg x nb*HW (weight gradient as
+ *         im2col(dy) * x^T, see bwd_task)
+ *   aux   col2im path: W^T dy, K x nb*P; correlation path: the im2col of
+ *         dy, cog*kh*kw x nb*HW
+ *   dyg   cog x nb*P    dy of the packed samples (weight gradient as
+ *                       dy * col^T)
+ *   tmp   max(cog x nb*P, cg x nb*HW): sgemm output of the packed samples
+ *   dw    cout*K        private weight gradient (several threads, or the
+ *                       flipped layout of bwd_task)
+ * (a pointwise convolution uses only dw).  Offsets are in floats. */
 typedef struct {
-    const loom_conv_desc_t *d;
-    int n, h, w, ho, wo, G, cg, cog, nb;
-    size_t K, P, HW, nw, per_thread;
-    const float *x, *weight, *dy;
-    float *y, *dx, *dweight, *dbias, *ws;
-    int accum_dx;
-    int bwd_nt; /* threads that ran backward with private weight gradients */
-} conv_job_t;
+    size_t shared, per_thread, col, aux, dyg, tmp, dw;
+} ws_layout_t;
 
-static size_t per_thread_ws(const loom_conv_desc_t *d, size_t K, size_t P, int nb, int nt)
+static size_t round16(size_t f) { return (f + 15) & ~(size_t)15; }
+
+static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, size_t P, int nb,
+                             int nt)
 {
+    ws_layout_t L = {0};
+    const int corr = dx_by_correlation(d);
     size_t nw = (size_t)d->cout * K, cog = (size_t)(d->cout / d->groups);
-    size_t f = is_pointwise(d) ? 0 : 2 * K * (size_t)nb * P + cog * (size_t)nb * P;
-    if (nt > 1)
+    size_t cg = (size_t)(d->cin / d->groups), HW = (size_t)h * w, f = 0;
+    size_t colf = K * (size_t)nb * P, auxf = colf;
+    if (corr) {
+        colf = LOOM_MAX(colf, cg * (size_t)nb * HW);
+        auxf = LOOM_MAX(auxf, cog * d->kh * d->kw * (size_t)nb * HW);
+    }
+    if (!is_pointwise(d)) {
+        L.col = 0;
+        L.aux = f = round16(colf);
+        L.dyg = f = round16(f + auxf);
+        L.tmp = f = round16(f + cog * (size_t)nb * P);
+        f = round16(f + LOOM_MAX(cog * (size_t)nb * P, cg * (size_t)nb * HW));
+    }
+    L.dw = f;
+    if (nt > 1 || corr)
         f += nw; /* private weight gradient */
-    return (f + 15) & ~(size_t)15;
+    L.per_thread = round16(f);
+    L.shared = corr ? round16(nw) : 0;
+    return L;
 }
 
 size_t loom_conv_workspace(const loom_conv_desc_t *d, int n, int h, int w)
@@ -88,48 +143,124 @@ size_t loom_conv_workspace(const loom_conv_desc_t *d, int n, int h, int w)
     int ho = loom_conv_out_size(h, d->kh, d->stride_h, d->pad_h, d->dil_h);
     int wo = loom_conv_out_size(w, d->kw, d->stride_w, d->pad_w, d->dil_w);
     size_t K = (size_t)(d->cin / d->groups) * d->kh * d->kw, P = (size_t)ho * wo;
-    return (size_t)nt * per_thread_ws(d, K, P, chunk_samples(K, P, n, nt), nt);
+    ws_layout_t L = ws_layout(d, h, w, K, P, chunk_samples(K, P, n, nt), nt);
+    return L.shared + (size_t)nt * L.per_thread;
 }
 
-/* Column matrix rows for channels [c0, c0+cg) of one sample, written at
- * column offset col (row stride ld). */
-static void im2col(const loom_conv_desc_t *d, const float *x, int h, int w, int ho, int wo,
-                   int cg, float *col, size_t ld)
+typedef struct {
+    const loom_conv_desc_t *d;
+    loom_conv_desc_t dt; /* flipped_desc(d) when corr */
+    int n, h, w, ho, wo, G, cg, cog, nb, corr;
+    int dwflip;          /* private weight gradients in the flipped layout */
+    size_t K, P, HW, nw;
+    ws_layout_t L;
+    const float *x, *weight, *dy, *wflip;
+    float *y, *dx, *dweight, *dbias, *ws;
+    int accum_dx;
+    int bwd_nt; /* threads that ran backward with private weight gradients */
+} conv_job_t;
+
+/* Zeroes o[0..n): n is 0 to 2 in the common cases (the padding columns of
+ * one output row), where a memset call costs more than the stores. */
+static inline void zero_few(float *o, int n)
+{
+    switch (n) {
+    case 3: o[2] = 0.0f; /* fall through */
+    case 2: o[1] = 0.0f; /* fall through */
+    case 1: o[0] = 0.0f; /* fall through */
+    case 0: break;
+    default: memset(o, 0, sizeof(float) * (size_t)n);
+    }
+}
+
+/* Zeroes columns [c0, c1) of rows [0, nrows) of a matrix of row stride ld;
+ * most often one column (3x3 kernels, padding 1). */
+static void zero_cols(float *o, int nrows, int ld, int c0, int c1)
+{
+    if (c1 - c0 == 1) {
+        for (int r = 0; r < nrows; r++)
+            o[(size_t)r * ld + c0] = 0.0f;
+    } else if (c1 > c0) {
+        for (int r = 0; r < nrows; r++)
+            zero_few(o + (size_t)r * ld + c0, c1 - c0);
+    }
+}
+
+/* Column matrix of m samples: rows (c, ki, kj) for the cg channels at x
+ * (sample s at x + s*xs), sample s at columns [s*P, (s+1)*P) (P = ho*wo,
+ * row stride ld).  The geometry of a row is worked out once for all m
+ * samples (7x7 images have 49 columns per sample and row). */
+static void im2col(const loom_conv_desc_t *d, const float *x, size_t xs, int m, int h, int w,
+                   int ho, int wo, int cg, float *col, size_t ld)
 {
     const int kh = d->kh, kw = d->kw, sh = d->stride_h, sw = d->stride_w;
     const int ph = d->pad_h, pw = d->pad_w, dh = d->dil_h, dw = d->dil_w;
+    const size_t P = (size_t)ho * wo, HW = (size_t)h * w;
+    /* Stride 1 with as many output as input columns: the row of one tap is
+     * the input plane shifted by a constant, so it is one contiguous copy
+     * plus zeros at the borders, rather than one short copy per output row
+     * (7 to 28 floats in ResNet-20, where the calls cost more than the
+     * copying). */
+    const int flat = sh == 1 && sw == 1 && wo == w;
     size_t r = 0;
     for (int c = 0; c < cg; c++) {
-        const float *xc = x + (size_t)c * h * w;
+        const float *xc = x + (size_t)c * HW;
         for (int ki = 0; ki < kh; ki++) {
+            /* valid oh: 0 <= oh*sh + a < h */
+            int a = ki * dh - ph;
+            int oh0 = a >= 0 ? 0 : (-a + sh - 1) / sh;
+            int oh1 = h - a <= 0 ? 0 : (h - a + sh - 1) / sh;
+            oh1 = LOOM_MIN(oh1, ho), oh0 = LOOM_MIN(oh0, oh1);
             for (int kj = 0; kj < kw; kj++, r++) {
-                float *dst = col + r * ld;
-                int off = kj * dw - pw;
+                float *row = col + r * ld;
                 /* valid ow: 0 <= ow*sw + off < w */
-                int ow0 = off >= 0 ? 0 : (-off + sw - 1) / sw;
-                int ow1 = (w - off + sw - 1) / sw;
-                if (ow1 > wo)
-                    ow1 = wo;
-                if (ow0 > ow1)
-                    ow0 = ow1;
-                for (int oh = 0; oh < ho; oh++) {
-                    int ih = oh * sh - ph + ki * dh;
-                    float *o = dst + (size_t)oh * wo;
-                    if (ih < 0 || ih >= h) {
-                        memset(o, 0, sizeof(float) * (size_t)wo);
-                        continue;
+                int off = kj * dw - pw;
+                int ow0 = off >= 0 ? 0 : (sw == 1 ? -off : (-off + sw - 1) / sw);
+                int ow1 = w - off <= 0 ? 0 : (sw == 1 ? w - off : (w - off + sw - 1) / sw);
+                ow1 = LOOM_MIN(ow1, wo), ow0 = LOOM_MIN(ow0, ow1);
+                if (flat) {
+                    /* dst[i] = src[i + delta] for i in [b, e), the rows
+                     * with a valid oh clipped to the plane; the clipped
+                     * entries have an invalid column and are zeroed with
+                     * the others. */
+                    ptrdiff_t delta = (ptrdiff_t)a * w + off;
+                    ptrdiff_t b = (ptrdiff_t)oh0 * wo, e = (ptrdiff_t)oh1 * wo;
+                    if (b + delta < 0)
+                        b = -delta;
+                    if (e + delta > (ptrdiff_t)HW)
+                        e = (ptrdiff_t)HW - delta;
+                    for (int s = 0; s < m; s++) {
+                        float *dst = row + (size_t)s * P;
+                        const float *src = xc + (size_t)s * xs;
+                        if (oh0 > 0)
+                            memset(dst, 0, sizeof(float) * (size_t)oh0 * wo);
+                        if (oh1 < ho)
+                            memset(dst + (size_t)oh1 * wo, 0, sizeof(float) * (size_t)(ho - oh1) * wo);
+                        if (e > b)
+                            memcpy(dst + b, src + b + delta, sizeof(float) * (size_t)(e - b));
+                        zero_cols(dst + (size_t)oh0 * wo, oh1 - oh0, wo, 0, ow0);
+                        zero_cols(dst + (size_t)oh0 * wo, oh1 - oh0, wo, ow1, wo);
                     }
-                    const float *xr = xc + (size_t)ih * w + off;
-                    for (int ow = 0; ow < ow0; ow++)
-                        o[ow] = 0.0f;
-                    if (sw == 1) {
-                        memcpy(o + ow0, xr + ow0, sizeof(float) * (size_t)(ow1 - ow0));
-                    } else {
-                        for (int ow = ow0; ow < ow1; ow++)
-                            o[ow] = xr[ow * sw];
+                    continue;
+                }
+                for (int s = 0; s < m; s++) {
+                    float *dst = row + (size_t)s * P;
+                    const float *src = xc + (size_t)s * xs;
+                    if (oh0 > 0)
+                        memset(dst, 0, sizeof(float) * (size_t)oh0 * wo);
+                    if (oh1 < ho)
+                        memset(dst + (size_t)oh1 * wo, 0, sizeof(float) * (size_t)(ho - oh1) * wo);
+                    for (int oh = oh0; oh < oh1; oh++) {
+                        float *o = dst + (size_t)oh * wo;
+                        const float *xr = src + (size_t)(oh * sh + a) * w + off;
+                        zero_few(o, ow0);
+                        if (sw == 1)
+                            memcpy(o + ow0, xr + ow0, sizeof(float) * (size_t)(ow1 - ow0));
+                        else
+                            for (int ow = ow0; ow < ow1; ow++)
+                                o[ow] = xr[ow * sw];
+                        zero_few(o + ow1, wo - ow1);
                     }
-                    for (int ow = ow1; ow < wo; ow++)
-                        o[ow] = 0.0f;
                 }
             }
         }
@@ -186,8 +317,34 @@ static void job_init(conv_job_t *j, const loom_conv_desc_t *d, int n, int h, int
     j->K = (size_t)j->cg * d->kh * d->kw, j->P = (size_t)j->ho * j->wo, j->HW = (size_t)h * w;
     j->nw = (size_t)d->cout * j->K;
     j->nb = chunk_samples(j->K, j->P, n, nt);
-    j->per_thread = per_thread_ws(d, j->K, j->P, j->nb, nt);
+    j->L = ws_layout(d, h, w, j->K, j->P, j->nb, nt);
     j->ws = ws;
+    j->corr = dx_by_correlation(d);
+    if (j->corr)
+        j->dt = flipped_desc(d);
+}
+
+static float *thread_ws(const conv_job_t *j, int tid)
+{
+    return j->ws + j->L.shared + (size_t)tid * j->L.per_thread;
+}
+
+/* Copies (or adds, accum) the packed sgemm output tmp (rows c of m samples
+ * side by side, P columns each, row stride ld) into the per-sample layout
+ * out[s][c0 + c] of C channels. */
+static void unpack(const float *tmp, size_t ld, int m, int rows, size_t P, float *out, int C,
+                   int c0, int accum)
+{
+    for (int s = 0; s < m; s++)
+        for (int c = 0; c < rows; c++) {
+            const float *src = tmp + (size_t)c * ld + (size_t)s * P;
+            float *dst = out + ((size_t)s * C + c0 + c) * P;
+            if (accum)
+                for (size_t p = 0; p < P; p++)
+                    dst[p] += src[p];
+            else
+                memcpy(dst, src, sizeof(float) * P);
+        }
 }
 
 static void fwd_task(void *arg, int tid, int nt)
@@ -205,14 +362,13 @@ static void fwd_task(void *arg, int tid, int nt)
                         j->y + s * d->cout * P, (int)P);
         return;
     }
-    float *col = j->ws + (size_t)tid * j->per_thread, *tmp = col + 2 * K * (size_t)nb * P;
+    float *base = thread_ws(j, tid), *col = base + j->L.col, *tmp = base + j->L.tmp;
     for (size_t s0 = sb; s0 < se; s0 += (size_t)nb) {
         int m = (int)LOOM_MIN((size_t)nb, se - s0);
         size_t ld = (size_t)m * P;
         for (int g = 0; g < G; g++) {
-            for (int s = 0; s < m; s++)
-                im2col(d, j->x + ((s0 + s) * d->cin + (size_t)g * cg) * HW, j->h, j->w, j->ho, j->wo,
-                       cg, col + (size_t)s * P, ld);
+            im2col(d, j->x + (s0 * d->cin + (size_t)g * cg) * HW, d->cin * HW, m, j->h, j->w, j->ho,
+                   j->wo, cg, col, ld);
             const float *wg = j->weight + (size_t)g * cog * K;
             if (m == 1) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cog, (int)P, (int)K, 1.0f, wg,
@@ -222,10 +378,7 @@ static void fwd_task(void *arg, int tid, int nt)
             }
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cog, (int)ld, (int)K, 1.0f, wg,
                         (int)K, col, (int)ld, 0.0f, tmp, (int)ld);
-            for (int s = 0; s < m; s++)
-                for (int c = 0; c < cog; c++)
-                    memcpy(j->y + ((s0 + s) * d->cout + (size_t)g * cog + c) * P,
-                           tmp + (size_t)c * ld + (size_t)s * P, sizeof(float) * P);
+            unpack(tmp, ld, m, cog, P, j->y + s0 * d->cout * P, d->cout, g * cog, 0);
         }
     }
 }
@@ -270,28 +423,59 @@ void loom_conv_forward(const loom_conv_desc_t *d, int n, int h, int w, const flo
     }
 }
 
+/* W'[g][ci][co][kh-1-i][kw-1-j] = W[g*cog + co][ci][i][j]: the weights of
+ * the convolution that maps dy to dx (dx_by_correlation), as G blocks of
+ * cg rows and cog*kh*kw columns. */
+static void flip_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const int kk = j->d->kh * j->d->kw, cg = j->cg, cog = j->cog;
+    float *wf = j->ws; /* the shared part */
+    size_t b, e;
+    loom__range((size_t)j->d->cout, tid, nt, &b, &e);
+    for (size_t o = b; o < e; o++) {
+        size_t g = o / (size_t)cog, co = o % (size_t)cog;
+        for (int ci = 0; ci < cg; ci++) {
+            const float *src = j->weight + (o * cg + ci) * kk;
+            float *dst = wf + ((g * cg + ci) * cog + co) * kk;
+            for (int t = 0; t < kk; t++)
+                dst[kk - 1 - t] = src[t];
+        }
+    }
+}
+
+/* Thread contract: thread tid owns samples [sb, se) (static split), writes
+ * only their dx and its own part of the workspace, and adds its weight
+ * gradient into a private copy (summed in thread order by reduce_task) when
+ * there are several threads or the copy is in the flipped layout.  Reads the
+ * shared flipped weights.
+ *
+ * Correlation path with dx wanted: the im2col of dy serves both products.
+ * Its row (co, kh-1-i, kw-1-j) at input position q is the dy that meets
+ * x[ci][q] through weight (co, ci, i, j), so the weight gradient is
+ * im2col(dy) * x^T, a (cog*kh*kw) x cg matrix per group: the flipped layout,
+ * turned back by reduce_task.  This saves the im2col of x that the product
+ * dy * im2col(x)^T would need. */
 static void bwd_task(void *arg, int tid, int nt)
 {
     const conv_job_t *j = arg;
     const loom_conv_desc_t *d = j->d;
     const size_t K = j->K, P = j->P, HW = j->HW;
-    const int G = j->G, cg = j->cg, cog = j->cog, nb = j->nb;
-    float *base = j->ws + (size_t)tid * j->per_thread;
+    const int G = j->G, cg = j->cg, cog = j->cog, nb = j->nb, kk = d->kh * d->kw;
+    float *base = thread_ws(j, tid);
     float *dw = NULL;
     size_t sb, se;
     loom__range((size_t)j->n, tid, nt, &sb, &se);
     if (tid == 0)
         ((conv_job_t *)arg)->bwd_nt = nt;
     if (j->dweight) {
-        if (nt > 1) {
-            dw = base + (is_pointwise(d) ? 0 : 2 * K * (size_t)nb * P + (size_t)cog * nb * P);
+        if (nt > 1 || j->dwflip) {
+            dw = base + j->L.dw;
             memset(dw, 0, sizeof(float) * j->nw);
         } else {
             dw = j->dweight;
         }
     }
-    if (j->dx && !j->accum_dx && se > sb)
-        memset(j->dx + sb * d->cin * HW, 0, sizeof(float) * (se - sb) * d->cin * HW);
     if (is_pointwise(d)) {
         for (size_t s = sb; s < se; s++) {
             const float *dys = j->dy + s * d->cout * P, *xs = j->x + s * d->cin * HW;
@@ -300,57 +484,99 @@ static void bwd_task(void *arg, int tid, int nt)
                             dys, (int)P, xs, (int)HW, 1.0f, dw, d->cin);
             if (j->dx)
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d->cin, (int)P, d->cout, 1.0f,
-                            j->weight, d->cin, dys, (int)P, 1.0f, j->dx + s * d->cin * HW, (int)HW);
+                            j->weight, d->cin, dys, (int)P, j->accum_dx ? 1.0f : 0.0f,
+                            j->dx + s * d->cin * HW, (int)HW);
         }
         return;
     }
-    float *col = base, *dcol = base + K * (size_t)nb * P, *dyg = base + 2 * K * (size_t)nb * P;
+    if (j->dx && !j->corr && !j->accum_dx && se > sb) /* col2im adds */
+        memset(j->dx + sb * d->cin * HW, 0, sizeof(float) * (se - sb) * d->cin * HW);
+    float *col = base + j->L.col, *aux = base + j->L.aux, *dyg = base + j->L.dyg;
+    float *tmp = base + j->L.tmp;
     for (size_t s0 = sb; s0 < se; s0 += (size_t)nb) {
         int m = (int)LOOM_MIN((size_t)nb, se - s0);
-        size_t ld = (size_t)m * P;
+        size_t ld = (size_t)m * P, ldx = (size_t)m * HW;
         for (int g = 0; g < G; g++) {
-            const float *dsrc;
-            if (m == 1) {
-                dsrc = j->dy + (s0 * d->cout + (size_t)g * cog) * P;
-            } else {
+            const float *dyc = j->dy + (s0 * d->cout + (size_t)g * cog) * P;
+            const float *xc = j->x + (s0 * d->cin + (size_t)g * cg) * HW;
+            float *dxc = j->dx ? j->dx + (s0 * d->cin + (size_t)g * cg) * HW : NULL;
+            if (j->dwflip) {
+                im2col(&j->dt, dyc, d->cout * P, m, j->ho, j->wo, j->h, j->w, cog, aux, ldx);
+                if (dw) {
+                    /* x of the m samples as a cg x ldx matrix */
+                    const float *xsrc = xc;
+                    size_t ldb = HW;
+                    if (m > 1) {
+                        for (int s = 0; s < m; s++)
+                            for (int c = 0; c < cg; c++)
+                                memcpy(col + (size_t)c * ldx + (size_t)s * HW,
+                                       xc + ((size_t)s * d->cin + c) * HW, sizeof(float) * HW);
+                        xsrc = col, ldb = ldx;
+                    }
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, cog * kk, cg, (int)ldx,
+                                1.0f, aux, (int)ldx, xsrc, (int)ldb, 1.0f, dw + (size_t)g * cog * K,
+                                cg);
+                }
+                const float *wf = j->wflip + (size_t)g * cg * cog * kk;
+                if (m == 1) {
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cg, (int)HW, cog * kk,
+                                1.0f, wf, cog * kk, aux, (int)ldx, j->accum_dx ? 1.0f : 0.0f, dxc,
+                                (int)HW);
+                } else {
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cg, (int)ldx, cog * kk,
+                                1.0f, wf, cog * kk, aux, (int)ldx, 0.0f, tmp, (int)ldx);
+                    unpack(tmp, ldx, m, cg, HW, j->dx + s0 * d->cin * HW, d->cin, g * cg,
+                           j->accum_dx);
+                }
+                continue;
+            }
+            /* dy of the m samples as a cog x ld matrix */
+            const float *dsrc = dyc;
+            if (m > 1) {
                 for (int s = 0; s < m; s++)
                     for (int c = 0; c < cog; c++)
                         memcpy(dyg + (size_t)c * ld + (size_t)s * P,
-                               j->dy + ((s0 + s) * d->cout + (size_t)g * cog + c) * P,
-                               sizeof(float) * P);
+                               dyc + ((size_t)s * d->cout + c) * P, sizeof(float) * P);
                 dsrc = dyg;
             }
             if (dw) {
-                for (int s = 0; s < m; s++)
-                    im2col(d, j->x + ((s0 + s) * d->cin + (size_t)g * cg) * HW, j->h, j->w, j->ho,
-                           j->wo, cg, col + (size_t)s * P, ld);
+                im2col(d, xc, d->cin * HW, m, j->h, j->w, j->ho, j->wo, cg, col, ld);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, cog, (int)K, (int)ld, 1.0f, dsrc,
                             (int)ld, col, (int)ld, 1.0f, dw + (size_t)g * cog * K, (int)K);
             }
-            if (j->dx) {
+            if (dxc) {
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)ld, cog, 1.0f,
-                            j->weight + (size_t)g * cog * K, (int)K, dsrc, (int)ld, 0.0f, dcol,
+                            j->weight + (size_t)g * cog * K, (int)K, dsrc, (int)ld, 0.0f, aux,
                             (int)ld);
                 for (int s = 0; s < m; s++)
-                    col2im(d, dcol + (size_t)s * P, ld, j->h, j->w, j->ho, j->wo, cg,
-                           j->dx + ((s0 + s) * d->cin + (size_t)g * cg) * HW);
+                    col2im(d, aux + (size_t)s * P, ld, j->h, j->w, j->ho, j->wo, cg,
+                           dxc + (size_t)s * d->cin * HW);
             }
         }
     }
 }
 
-/* dweight += the threads' private sums, in thread order (deterministic). */
+/* dweight += the threads' private sums, in thread order (deterministic),
+ * turned from the flipped layout [g][co][kh-1-i][kw-1-j][ci] when dwflip. */
 static void reduce_task(void *arg, int tid, int nt)
 {
     const conv_job_t *j = arg;
-    const loom_conv_desc_t *d = j->d;
-    size_t off = is_pointwise(d) ? 0 : 2 * j->K * (size_t)j->nb * j->P + (size_t)j->cog * j->nb * j->P;
+    const int kk = j->d->kh * j->d->kw, cg = j->cg;
     size_t b, e;
     loom__range(j->nw, tid, nt, &b, &e);
     for (int t = 0; t < j->bwd_nt; t++) {
-        const float *src = j->ws + (size_t)t * j->per_thread + off;
-        for (size_t i = b; i < e; i++)
-            j->dweight[i] += src[i];
+        const float *src = thread_ws(j, t) + j->L.dw;
+        if (!j->dwflip) {
+            for (size_t i = b; i < e; i++)
+                j->dweight[i] += src[i];
+            continue;
+        }
+        /* i = (o*cg + ci)*kk + tap, o = g*cog + co; the source is
+         * src[g*cog*kk*cg + (co*kk + kk-1-tap)*cg + ci] = src[(o*kk + kk-1-tap)*cg + ci] */
+        for (size_t i = b; i < e; i++) {
+            size_t tap = i % (size_t)kk, oc = i / (size_t)kk, ci = oc % (size_t)cg, o = oc / (size_t)cg;
+            j->dweight[i] += src[(o * kk + (size_t)kk - 1 - tap) * cg + ci];
+        }
     }
 }
 
@@ -365,7 +591,12 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w, const fl
         j.dbias = dbias;
         loom__parallel(bias_task, &j);
     }
+    if (dx && j.corr) {
+        loom__parallel(flip_task, &j);
+        j.wflip = ws;
+        j.dwflip = 1;
+    }
     loom__parallel(bwd_task, &j);
-    if (dweight && j.bwd_nt > 1)
+    if (dweight && (j.bwd_nt > 1 || j.dwflip))
         loom__parallel(reduce_task, &j);
 }

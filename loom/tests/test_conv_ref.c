@@ -1,8 +1,10 @@
 /*
  * test_conv_ref.c - the im2col + sgemm convolution against a direct naive
  * loop (in double) for many shapes: strides, paddings, odd sizes, groups,
- * dilation, bias, 1x1 fast path, and batches that span several packed
- * column chunks.  Forward output and all three backward gradients.
+ * dilation, bias, 1x1 fast path, stride-1 data gradients by correlation, and
+ * batches that span several packed column chunks.  Forward output and all
+ * three backward gradients, overwriting dx, then accumulating into it, then
+ * the weight gradient alone (dx NULL).
  */
 #include "harness.h"
 #include "loom.h"
@@ -83,6 +85,21 @@ static void run(int n, int cin, int cout, int kh, int kw, int sh, int sw, int ph
     CHECK(ey < 1e-4 && ex < 1e-4 && ew < 1e-4 && eb < 1e-4,
           "n=%d cin=%d cout=%d k=%dx%d s=%d,%d p=%d,%d d=%d,%d g=%d bias=%d %dx%d: y %.1e dx %.1e "
           "dw %.1e db %.1e", n, cin, cout, kh, kw, sh, sw, ph, pw, dh, dw_, g, bias, h, w, ey, ex, ew, eb);
+    /* a second backward adds to everything (accum_dx for dx): twice the reference */
+    loom_conv_backward(&d, n, h, w, x, wt, dy, dx, 1, dwt, db, ws);
+    for (size_t i = 0; i < nx; i++) rdx[i] *= 2.0;
+    for (size_t i = 0; i < nw; i++) rdw[i] *= 2.0;
+    for (int i = 0; i < cout; i++) rdb[i] *= 2.0;
+    ex = maxrel(dx, rdx, nx), ew = maxrel(dwt, rdw, nw), eb = bias ? maxrel(db, rdb, cout) : 0.0;
+    CHECK(ex < 1e-4 && ew < 1e-4 && eb < 1e-4,
+          "accumulating: n=%d cin=%d cout=%d k=%dx%d s=%d,%d p=%d,%d d=%d,%d g=%d %dx%d: dx %.1e "
+          "dw %.1e db %.1e", n, cin, cout, kh, kw, sh, sw, ph, pw, dh, dw_, g, h, w, ex, ew, eb);
+    /* without dx (a first layer): the weight gradient alone, three times the reference */
+    loom_conv_backward(&d, n, h, w, x, wt, dy, NULL, 0, dwt, NULL, ws);
+    for (size_t i = 0; i < nw; i++) rdw[i] *= 1.5;
+    ew = maxrel(dwt, rdw, nw);
+    CHECK(ew < 1e-4, "no dx: n=%d cin=%d cout=%d k=%dx%d s=%d,%d p=%d,%d d=%d,%d g=%d %dx%d: dw %.1e",
+          n, cin, cout, kh, kw, sh, sw, ph, pw, dh, dw_, g, h, w, ew);
     free(x), free(wt), free(b), free(y), free(dy), free(dx), free(dwt), free(db), free(ws);
     free(ry), free(rdx), free(rdw), free(rdb);
 }
@@ -109,6 +126,14 @@ int main(void)
     run(70, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 8, 8);  /* several chunks, partial last */
     run(5, 8, 16, 3, 3, 2, 2, 1, 1, 1, 1, 4, 1, 12, 12);
     run(2, 16, 16, 1, 1, 1, 1, 0, 0, 1, 1, 4, 0, 5, 5); /* grouped 1x1 */
+    /* stride 1: data gradient by correlation with the flipped kernel */
+    run(1, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 28, 28);   /* one sample: sgemm into dx */
+    run(9, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 7, 7);       /* several packed, 2 threads */
+    run(3, 4, 6, 3, 3, 1, 1, 0, 0, 1, 1, 1, 0, 10, 12);     /* unpadded: dx larger than dy */
+    run(3, 4, 6, 3, 5, 1, 1, 1, 2, 1, 1, 1, 1, 9, 10);      /* non-square kernel */
+    run(3, 4, 4, 3, 3, 1, 1, 3, 1, 2, 1, 2, 0, 8, 9);       /* dilation, grouped */
+    run(2, 3, 4, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 5, 6);       /* pad > dil*(k-1): col2im */
+    run(2, 16, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 5, 5);     /* pointwise */
     /* invalid shapes are refused, not crashed on */
     loom_conv_desc_t bad = {3, 4, 3, 3, 1, 1, 0, 0, 1, 1, 2, 0};
     CHECK(loom_conv_check(&bad, 8, 8) < 0, "groups not dividing channels accepted");
