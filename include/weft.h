@@ -188,7 +188,8 @@ WEFT_EXPORT weft_status_t weft_comm_get_error(weft_comm_t comm);
  * WEFT_REQUEST_NULL. Waiting on WEFT_REQUEST_NULL returns WEFT_SUCCESS.
  * Returns the operation's own status. On a stream-bound communicator it also
  * makes the stream wait for the operation (see weft_stream_* below). Thread:
- * any, but one waiter per request.
+ * any, but one waiter per request (the handle is released on entry: a second,
+ * concurrent weft_wait or weft_test on it returns WEFT_ERR_INVALID_REQUEST).
  */
 WEFT_EXPORT weft_status_t weft_wait(weft_request_t *req);
 /**

@@ -85,10 +85,9 @@ static weft__op_t *lookup(weft_request_t h)
     return op;
 }
 
-static void release(weft_request_t h)
+/* Free slot idx. R.lock held. */
+static void release_locked(uint32_t idx)
 {
-    uint32_t idx = (uint32_t)(h & 0xffffffffu) - 1;
-    pthread_mutex_lock(&R.lock);
     slot_t *s = slot_at(idx);
     s->in_use = 0;
     s->op = NULL;
@@ -96,7 +95,33 @@ static void release(weft_request_t h)
     if (s->gen == 0) s->gen = 1;
     s->next_free = R.free_head;
     R.free_head = idx + 1;
+}
+
+static void release(weft_request_t h)
+{
+    pthread_mutex_lock(&R.lock);
+    release_locked((uint32_t)(h & 0xffffffffu) - 1);
     pthread_mutex_unlock(&R.lock);
+}
+
+/* Look up a live handle and free its slot in one critical section: the op
+ * now belongs to the caller (weft_wait). NULL if stale/unknown. */
+static weft__op_t *take(weft_request_t h)
+{
+    uint32_t idx = (uint32_t)(h & 0xffffffffu);
+    uint32_t gen = (uint32_t)(h >> 32);
+    weft__op_t *op = NULL;
+    if (idx == 0) return NULL;
+    pthread_mutex_lock(&R.lock);
+    if (idx - 1 < R.nslots) {
+        slot_t *s = slot_at(idx - 1);
+        if (s->in_use && s->gen == gen) {
+            op = s->op;
+            release_locked(idx - 1);
+        }
+    }
+    pthread_mutex_unlock(&R.lock);
+    return op;
 }
 
 /* Free every slot and the ops nobody waited for. weft_finalize, engine stopped. */
@@ -209,12 +234,14 @@ weft_status_t weft_wait(weft_request_t *req)
     if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
     if (req == NULL) return WEFT_ERR_INVALID_ARG;
     if (*req == WEFT_REQUEST_NULL) return WEFT_SUCCESS;
-    weft__op_t *op = lookup(*req);
+    /* The handle dies here whatever happens next: one lock for lookup and
+     * release (waiting on one request from two threads at once is an error,
+     * and the second gets WEFT_ERR_INVALID_REQUEST). */
+    weft__op_t *op = take(*req);
     if (op == NULL) return WEFT_ERR_INVALID_REQUEST;
+    *req = WEFT_REQUEST_NULL;
     if (op->sop != NULL) {
         /* Stream-bound: the stream waits for the op, the host does not. */
-        release(*req);
-        *req = WEFT_REQUEST_NULL;
         if (weft__stream_op_wait(op)) return WEFT_SUCCESS;
         weft_status_t sst = op->status;
         weft__op_free(op);
@@ -223,9 +250,7 @@ weft_status_t weft_wait(weft_request_t *req)
     if (op->timed && WEFT__OBS_ON()) weft__obs_wait_done(op); /* times the blocked wait */
     else weft__op_wait_done(op);
     weft_status_t st = op->status;
-    release(*req);
     weft__op_free(op);
-    *req = WEFT_REQUEST_NULL;
     return st;
 }
 
