@@ -30,5 +30,14 @@ void loom__range(size_t n, int tid, int nt, size_t *begin, size_t *end);
 
 /* y = x or y += x, split over the Loom threads. */
 void loom__copy_or_add(size_t n, const float *x, float *y, int accum);
+/* Backward of the layers with no parameters and no neighbourhood (relu,
+ * sigmoid, add, pixel shuffle), shared by the single-process and the spatial
+ * executors: `is` is the input shape at the batch run, in/accum the layer's
+ * inputs and whether their gradients are added to, dx (NULL: not needed)
+ * the first input's gradient. Returns 1 if `type` is one of them, 0 if not
+ * (nothing done). Thread: the model's. */
+int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
+                         const int accum[2], loom_shape_t is, int r, const float *y,
+                         const float *dy, float *dx, int acc);
 
 #endif

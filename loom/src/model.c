@@ -712,12 +712,10 @@ int loom_model_backward(loom_model_t *m, int n)
                              m->params[o->pw].grad, m->params[o->pb].grad);
             break;
         case LOOM_OP_RELU:
-            if (dx)
-                loom_relu_backward(cnt, y, dy, dx, acc);
-            break;
         case LOOM_OP_SIGMOID:
-            if (dx)
-                loom_sigmoid_backward(cnt, y, dy, dx, acc);
+        case LOOM_OP_ADD:
+        case LOOM_OP_PIXEL_SHUFFLE:
+            loom__backward_plain(m, o->type, o->in, o->accum, is, o->r, y, dy, dx, acc);
             break;
         case LOOM_OP_MAXPOOL:
             if (dx)
@@ -735,14 +733,6 @@ int loom_model_backward(loom_model_t *m, int n)
             loom_fc_backward(n, is.c * is.h * is.w, o->out_shape.c, x, m->params[o->pw].data, dy,
                              dx, acc, m->params[o->pw].grad, m->params[o->pb].grad);
             break;
-        case LOOM_OP_ADD:
-            for (int j = 0; j < 2; j++) {
-                float *d = gradp(m, o->in[j]);
-                if (!d || o->in[j] == 0)
-                    continue;
-                loom__copy_or_add(cnt, dy, d, o->accum[j]);
-            }
-            break;
         case LOOM_OP_DROPOUT:
             if (dx) {
                 if (o->p > 0.0f)
@@ -753,10 +743,6 @@ int loom_model_backward(loom_model_t *m, int n)
                 else
                     memcpy(dx, dy, sizeof(float) * cnt);
             }
-            break;
-        case LOOM_OP_PIXEL_SHUFFLE:
-            if (dx)
-                loom_pixel_shuffle_backward(is, o->r, dy, dx, acc);
             break;
         default: return loom_error(LOOM_ERR_INTERNAL, "backward: bad op type %d", (int)o->type);
         }
@@ -881,6 +867,35 @@ float *loom_model_act(loom_model_t *m, int act)
 float *loom_model_act_grad(loom_model_t *m, int act)
 {
     return act >= 0 && act < m->nacts ? gradp(m, act) : NULL;
+}
+
+int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
+                         const int accum[2], loom_shape_t is, int r, const float *y,
+                         const float *dy, float *dx, int acc)
+{
+    size_t cnt = loom_shape_count(is);
+    switch (type) {
+    case LOOM_OP_RELU:
+        if (dx)
+            loom_relu_backward(cnt, y, dy, dx, acc);
+        return 1;
+    case LOOM_OP_SIGMOID:
+        if (dx)
+            loom_sigmoid_backward(cnt, y, dy, dx, acc);
+        return 1;
+    case LOOM_OP_ADD:
+        for (int j = 0; j < 2; j++) {
+            float *d = in[j] == 0 ? NULL : loom_model_act_grad(m, in[j]);
+            if (d)
+                loom__copy_or_add(cnt, dy, d, accum[j]);
+        }
+        return 1;
+    case LOOM_OP_PIXEL_SHUFFLE:
+        if (dx)
+            loom_pixel_shuffle_backward(is, r, dy, dx, acc);
+        return 1;
+    default: return 0;
+    }
 }
 
 size_t loom_model_memory_bytes(const loom_model_t *m)

@@ -486,7 +486,6 @@ int loom_spatial_backward(loom_spatial_t *s, int n)
         float *dx = o->inplace ? loom_model_act_grad(m, o->out)
                     : o->in[0] == 0 ? NULL : loom_model_act_grad(m, o->in[0]);
         int acc = o->inplace ? 0 : o->accum[0];
-        size_t cnt = loom_shape_count(o->in_shape);
         int st = LOOM_OK;
         switch (o->type) {
         case LOOM_OP_CONV: {
@@ -520,26 +519,11 @@ int loom_spatial_backward(loom_spatial_t *s, int n)
             if ((st = bn_backward(s, L, x, dy, dx, acc)) < 0)
                 return st;
             break;
-        case LOOM_OP_RELU:
-            if (dx)
-                loom_relu_backward(cnt, y, dy, dx, acc);
+        default:
+            if (!loom__backward_plain(m, o->type, o->in, o->accum, o->in_shape, o->r, y, dy, dx,
+                                      acc))
+                return loom_error(LOOM_ERR_INTERNAL, "spatial: layer %s not supported", o->name);
             break;
-        case LOOM_OP_SIGMOID:
-            if (dx)
-                loom_sigmoid_backward(cnt, y, dy, dx, acc);
-            break;
-        case LOOM_OP_ADD:
-            for (int j = 0; j < 2; j++) {
-                float *d = o->in[j] == 0 ? NULL : loom_model_act_grad(m, o->in[j]);
-                if (d)
-                    loom__copy_or_add(cnt, dy, d, o->accum[j]);
-            }
-            break;
-        case LOOM_OP_PIXEL_SHUFFLE:
-            if (dx)
-                loom_pixel_shuffle_backward(o->in_shape, o->r, dy, dx, acc);
-            break;
-        default: return loom_error(LOOM_ERR_INTERNAL, "spatial: layer %s not supported", o->name);
         }
         if (o->weight && o->weight->offset < ready)
             ready = o->weight->offset;
