@@ -14,7 +14,7 @@
  * buckets really start during backward, the parameters stay identical on all
  * ranks, and a second run from the same seed is bitwise identical.
  */
-#include "harness.h"
+#include "harness_mpi.h"
 #include "loom.h"
 #include "loom_par.h"
 
@@ -141,18 +141,9 @@ static double maxrel(const float *a, const float *b, size_t n)
 
 int main(int argc, char **argv)
 {
-    weft_init_params_t ip = WEFT_INIT_PARAMS_INITIALIZER;
-    ip.argc = &argc;
-    ip.argv = &argv;
-    int ws = weft_init(&ip);
-    if (ws != WEFT_SUCCESS) {
-        fprintf(stderr, "weft_init: %s\n", weft_strerror(ws));
-        return 1;
-    }
-    loom_set_threads(1);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (t_mpi_init(&argc, &argv, &rank, &size) != 0)
+        return 1;
     loom_layout_t lay;
     int st = loom_layout_create(&lay, MPI_COMM_WORLD, size, 1, 1);
     CHECK(st == 0, "layout: %s", loom_last_error());
@@ -208,7 +199,7 @@ int main(int argc, char **argv)
         float *r0 = malloc(sizeof(float) * n);
         if (r0) {
             memcpy(r0, got, sizeof(float) * n);
-            ws = weft_bcast(r0, n, WEFT_FLOAT32, 0, lay.world);
+            int ws = weft_bcast(r0, n, WEFT_FLOAT32, 0, lay.world);
             CHECK(ws == WEFT_SUCCESS && memcmp(r0, got, sizeof(float) * n) == 0,
                   "%s: ranks hold different parameters", cases[c].name);
             free(r0);
@@ -221,11 +212,5 @@ int main(int argc, char **argv)
     }
     loom_layout_destroy(&lay);
 done:;
-    int fails = t_fail, all = 0;
-    MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("ranks %d: ", size);
-    int rc = t_done();
-    weft_finalize();
-    return all ? 1 : rc;
+    return t_mpi_done(rank, size);
 }

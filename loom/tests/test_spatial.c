@@ -16,7 +16,7 @@
  * its end-to-end tolerance is 5e-5 (measured: up to about 2e-5), the single
  * layers' and the short chain's is 1e-5.
  */
-#include "harness.h"
+#include "harness_mpi.h"
 #include "loom.h"
 #include "loom_mesh.h"
 #include "loom_par.h"
@@ -240,18 +240,9 @@ out:
 
 int main(int argc, char **argv)
 {
-    weft_init_params_t ip = WEFT_INIT_PARAMS_INITIALIZER;
-    ip.argc = &argc;
-    ip.argv = &argv;
-    int ws = weft_init(&ip);
-    if (ws != WEFT_SUCCESS) {
-        fprintf(stderr, "weft_init: %s\n", weft_strerror(ws));
-        return 1;
-    }
-    loom_set_threads(1);
     int rank, size;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (t_mpi_init(&argc, &argv, &rank, &size) != 0)
+        return 1;
     int grids[3][2], ng = 0;
     if (size == 2) {
         grids[ng][0] = 1, grids[ng][1] = 2, ng++;
@@ -288,9 +279,5 @@ int main(int argc, char **argv)
         loom_model_destroy(m);
     }
     loom_layout_destroy(&lay);
-    int fails = t_fail, all = 0;
-    MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    int rc = t_done();
-    weft_finalize();
-    return all ? 1 : rc;
+    return t_mpi_done(rank, size);
 }
