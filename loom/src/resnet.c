@@ -33,12 +33,13 @@ static int conv_bn(loom_model_t *m, const char *pre, const char *cname, const ch
     return loom_add_relu(m, n3, y);
 }
 
-static int basic_block(loom_model_t *m, const char *pre, int x, int cin, int cout, int stride)
+/* The end of a residual block: y + shortcut(x) (a 1x1 conv + bn when the
+ * shape changes), then relu. */
+static int residual_out(loom_model_t *m, const char *pre, int x, int y, int cin, int cout,
+                        int stride)
 {
-    int st, y, sc = x;
+    int st, sc = x;
     char nm[48];
-    TRY(y = conv_bn(m, pre, "conv1", "bn1", x, cout, 3, stride, 1, 1));
-    TRY(y = conv_bn(m, pre, "conv2", "bn2", y, cout, 3, 1, 1, 0));
     if (stride != 1 || cin != cout)
         TRY(sc = conv_bn(m, pre, "downsample.0", "downsample.1", x, cout, 1, stride, 0, 0));
     snprintf(nm, sizeof nm, "%.40sadd", pre);
@@ -50,20 +51,23 @@ fail:
     return st;
 }
 
+static int basic_block(loom_model_t *m, const char *pre, int x, int cin, int cout, int stride)
+{
+    int st, y;
+    TRY(y = conv_bn(m, pre, "conv1", "bn1", x, cout, 3, stride, 1, 1));
+    TRY(y = conv_bn(m, pre, "conv2", "bn2", y, cout, 3, 1, 1, 0));
+    return residual_out(m, pre, x, y, cin, cout, stride);
+fail:
+    return st;
+}
+
 static int bottleneck(loom_model_t *m, const char *pre, int x, int cin, int width, int stride)
 {
-    int st, y, sc = x, cout = width * 4;
-    char nm[48];
+    int st, y, cout = width * 4;
     TRY(y = conv_bn(m, pre, "conv1", "bn1", x, width, 1, 1, 0, 1));
     TRY(y = conv_bn(m, pre, "conv2", "bn2", y, width, 3, stride, 1, 1));
     TRY(y = conv_bn(m, pre, "conv3", "bn3", y, cout, 1, 1, 0, 0));
-    if (stride != 1 || cin != cout)
-        TRY(sc = conv_bn(m, pre, "downsample.0", "downsample.1", x, cout, 1, stride, 0, 0));
-    snprintf(nm, sizeof nm, "%.40sadd", pre);
-    TRY(y = loom_add_add(m, nm, y, sc));
-    snprintf(nm, sizeof nm, "%.40srelu", pre);
-    TRY(y = loom_add_relu(m, nm, y));
-    return y;
+    return residual_out(m, pre, x, y, cin, cout, stride);
 fail:
     return st;
 }
