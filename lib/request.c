@@ -69,18 +69,22 @@ out:
     return st;
 }
 
-/* Look up a live handle; NULL if stale/unknown. Takes the lock briefly. */
-static weft__op_t *lookup(weft_request_t h)
+/* The slot index of a live handle, or UINT32_MAX if stale/unknown. R.lock held. */
+static uint32_t live_slot(weft_request_t h)
 {
     uint32_t idx = (uint32_t)(h & 0xffffffffu);
     uint32_t gen = (uint32_t)(h >> 32);
-    weft__op_t *op = NULL;
-    if (idx == 0) return NULL;
+    if (idx == 0 || idx - 1 >= R.nslots) return UINT32_MAX;
+    slot_t *s = slot_at(idx - 1);
+    return s->in_use && s->gen == gen ? idx - 1 : UINT32_MAX;
+}
+
+/* Look up a live handle; NULL if stale/unknown. Takes the lock briefly. */
+static weft__op_t *lookup(weft_request_t h)
+{
     pthread_mutex_lock(&R.lock);
-    if (idx - 1 < R.nslots) {
-        slot_t *s = slot_at(idx - 1);
-        if (s->in_use && s->gen == gen) op = s->op;
-    }
+    uint32_t i = live_slot(h);
+    weft__op_t *op = i == UINT32_MAX ? NULL : slot_at(i)->op;
     pthread_mutex_unlock(&R.lock);
     return op;
 }
@@ -108,17 +112,12 @@ static void release(weft_request_t h)
  * now belongs to the caller (weft_wait). NULL if stale/unknown. */
 static weft__op_t *take(weft_request_t h)
 {
-    uint32_t idx = (uint32_t)(h & 0xffffffffu);
-    uint32_t gen = (uint32_t)(h >> 32);
-    weft__op_t *op = NULL;
-    if (idx == 0) return NULL;
     pthread_mutex_lock(&R.lock);
-    if (idx - 1 < R.nslots) {
-        slot_t *s = slot_at(idx - 1);
-        if (s->in_use && s->gen == gen) {
-            op = s->op;
-            release_locked(idx - 1);
-        }
+    uint32_t i = live_slot(h);
+    weft__op_t *op = NULL;
+    if (i != UINT32_MAX) {
+        op = slot_at(i)->op;
+        release_locked(i);
     }
     pthread_mutex_unlock(&R.lock);
     return op;
