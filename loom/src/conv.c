@@ -218,38 +218,29 @@ static void im2col(const loom_conv_desc_t *d, const float *x, size_t xs, int m, 
                 int ow0 = off >= 0 ? 0 : (sw == 1 ? -off : (-off + sw - 1) / sw);
                 int ow1 = w - off <= 0 ? 0 : (sw == 1 ? w - off : (w - off + sw - 1) / sw);
                 ow1 = LOOM_MIN(ow1, wo), ow0 = LOOM_MIN(ow0, ow1);
-                if (flat) {
-                    /* dst[i] = src[i + delta] for i in [b, e), the rows
-                     * with a valid oh clipped to the plane; the clipped
-                     * entries have an invalid column and are zeroed with
-                     * the others. */
-                    ptrdiff_t delta = (ptrdiff_t)a * w + off;
-                    ptrdiff_t b = (ptrdiff_t)oh0 * wo, e = (ptrdiff_t)oh1 * wo;
-                    if (b + delta < 0)
-                        b = -delta;
-                    if (e + delta > (ptrdiff_t)HW)
-                        e = (ptrdiff_t)HW - delta;
-                    for (int s = 0; s < m; s++) {
-                        float *dst = row + (size_t)s * P;
-                        const float *src = xc + (size_t)s * xs;
-                        if (oh0 > 0)
-                            memset(dst, 0, sizeof(float) * (size_t)oh0 * wo);
-                        if (oh1 < ho)
-                            memset(dst + (size_t)oh1 * wo, 0, sizeof(float) * (size_t)(ho - oh1) * wo);
-                        if (e > b)
-                            memcpy(dst + b, src + b + delta, sizeof(float) * (size_t)(e - b));
-                        zero_cols(dst + (size_t)oh0 * wo, oh1 - oh0, wo, 0, ow0);
-                        zero_cols(dst + (size_t)oh0 * wo, oh1 - oh0, wo, ow1, wo);
-                    }
-                    continue;
-                }
+                /* flat: dst[i] = src[i + delta] for i in [fb, fe), the rows
+                 * with a valid oh clipped to the plane; the clipped entries
+                 * have an invalid column and are zeroed with the others. */
+                ptrdiff_t delta = (ptrdiff_t)a * w + off;
+                ptrdiff_t fb = (ptrdiff_t)oh0 * wo, fe = (ptrdiff_t)oh1 * wo;
+                if (fb + delta < 0)
+                    fb = -delta;
+                if (fe + delta > (ptrdiff_t)HW)
+                    fe = (ptrdiff_t)HW - delta;
                 for (int s = 0; s < m; s++) {
                     float *dst = row + (size_t)s * P;
                     const float *src = xc + (size_t)s * xs;
-                    if (oh0 > 0)
+                    if (oh0 > 0) /* rows of an invalid oh */
                         memset(dst, 0, sizeof(float) * (size_t)oh0 * wo);
                     if (oh1 < ho)
                         memset(dst + (size_t)oh1 * wo, 0, sizeof(float) * (size_t)(ho - oh1) * wo);
+                    if (flat) {
+                        if (fe > fb)
+                            memcpy(dst + fb, src + fb + delta, sizeof(float) * (size_t)(fe - fb));
+                        zero_cols(dst + (size_t)oh0 * wo, oh1 - oh0, wo, 0, ow0);
+                        zero_cols(dst + (size_t)oh0 * wo, oh1 - oh0, wo, ow1, wo);
+                        continue;
+                    }
                     for (int oh = oh0; oh < oh1; oh++) {
                         float *o = dst + (size_t)oh * wo;
                         const float *xr = src + (size_t)(oh * sh + a) * w + off;
