@@ -275,22 +275,25 @@ static int can_inplace(const loom_model_t *m, int x)
     return x > 0 && m->acts[x].producer == m->nops - 1 && m->acts[x].consumers == 0;
 }
 
-int loom_add_relu(loom_model_t *m, const char *name, int x)
+/* An elementwise activation of x: same shape, in place when possible. */
+static int add_activation(loom_model_t *m, loom_op_type_t t, const char *what, const char *name,
+                          int x)
 {
-    int st = check_act(m, x, "relu");
+    int st = check_act(m, x, what);
     if (st < 0)
         return st;
-    int oi = push_op(m, LOOM_OP_RELU, name, &x, 1, m->acts[x].shape, can_inplace(m, x));
+    int oi = push_op(m, t, name, &x, 1, m->acts[x].shape, can_inplace(m, x));
     return oi < 0 ? oi : m->ops[oi].out;
+}
+
+int loom_add_relu(loom_model_t *m, const char *name, int x)
+{
+    return add_activation(m, LOOM_OP_RELU, "relu", name, x);
 }
 
 int loom_add_sigmoid(loom_model_t *m, const char *name, int x)
 {
-    int st = check_act(m, x, "sigmoid");
-    if (st < 0)
-        return st;
-    int oi = push_op(m, LOOM_OP_SIGMOID, name, &x, 1, m->acts[x].shape, can_inplace(m, x));
-    return oi < 0 ? oi : m->ops[oi].out;
+    return add_activation(m, LOOM_OP_SIGMOID, "sigmoid", name, x);
 }
 
 static int add_pool(loom_model_t *m, loom_op_type_t t, const char *name, int x, int k, int stride,
