@@ -194,24 +194,25 @@ weft_status_t weft__coll_isend_eager(weft__op_t *op, const void *buf, size_t byt
     return coll_isend(op, buf, bytes, peer, 1);
 }
 
-weft_status_t weft__coll_isend_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer)
+static weft_status_t coll_post_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer, int send)
 {
     if (!xfer_room(op)) return WEFT_ERR_INTERNAL;
     weft__xfer_t *x = &op->xfer[op->nxfer];
-    x->eager = 1;
-    weft_status_t st = op->comm->tp->isend_dt(op->comm, d, peer, op->tag, x);
+    x->eager = send; /* packed sends are halo faces */
+    weft_status_t st = send ? op->comm->tp->isend_dt(op->comm, d, peer, op->tag, x)
+                            : op->comm->tp->irecv_dt(op->comm, d, peer, op->tag, x);
     if (st == WEFT_SUCCESS) op->nxfer++;
     return st;
 }
 
+weft_status_t weft__coll_isend_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer)
+{
+    return coll_post_dt(op, d, peer, 1);
+}
+
 weft_status_t weft__coll_irecv_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer)
 {
-    if (!xfer_room(op)) return WEFT_ERR_INTERNAL;
-    weft__xfer_t *x = &op->xfer[op->nxfer];
-    x->eager = 0;
-    weft_status_t st = op->comm->tp->irecv_dt(op->comm, d, peer, op->tag, x);
-    if (st == WEFT_SUCCESS) op->nxfer++;
-    return st;
+    return coll_post_dt(op, d, peer, 0);
 }
 
 weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer)
