@@ -274,7 +274,8 @@ WEFT_EXPORT weft_status_t weft_sendrecv(const void *sendbuf, size_t sendcount, i
                                         weft_datatype_t dtype, weft_comm_t comm);
 
 /* ---- profiler ------------------------------------------------------------- */
-/** Start/stop per-size profiling at run time (WEFT_PROFILE=path does it at init). */
+/** Start/stop per-size profiling at run time (WEFT_PROFILE=path does it at init).
+ * Operations issued while it is off are not counted, even if they complete after. */
 WEFT_EXPORT weft_status_t weft_profile_enable(int on);
 /** Write this process's profile (JSON) to path now. */
 WEFT_EXPORT weft_status_t weft_profile_dump(const char *path);
