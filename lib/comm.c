@@ -47,8 +47,9 @@ weft_status_t weft_comm_create(MPI_Comm mpi_comm, weft_stream_t stream, weft_com
     if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
     if (out == NULL || mpi_comm == MPI_COMM_NULL) return WEFT_ERR_INVALID_ARG;
     weft_status_t st = WEFT_SUCCESS;
-    weft__comm_t *c = calloc(1, sizeof(struct weft_comm));
-    if (c == NULL) return WEFT_ERR_NO_MEMORY;
+    weft__comm_t *c = NULL; /* cache-line aligned: see the layout of weft__comm_t */
+    if (posix_memalign((void **)&c, 64, sizeof(struct weft_comm)) != 0) return WEFT_ERR_NO_MEMORY;
+    memset(c, 0, sizeof(struct weft_comm));
 
     WEFT__MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_free);
     WEFT__MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_dup);

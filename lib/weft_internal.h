@@ -174,17 +174,20 @@ typedef struct weft__comm {
     weft_stream_t stream;
     const weft__transport_t *tp;
     void *tp_state;           /* owned by the transport */
-    _Atomic uint32_t seq;     /* next operation tag (issue order) */
-    _Atomic int inflight;     /* issued, not yet completed */
-    _Atomic int error;        /* sticky weft_status_t, 0 if none */
     _Atomic int force_algo[WEFT_COLL_COUNT];
     int oversubscribed;       /* more ranks on this node than cores */
     int node_local;           /* all ranks share one node */
     int id;                   /* small id for logs and traces */
     weft__cost_t cost;        /* alpha/beta/gamma agreed by all ranks */
-    int engine_blocked;       /* engine-private: an earlier op on it waits to start */
     void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
     struct weft__comm *next_live; /* list of live comms (finalize frees leftovers) */
+    /* Written on every issue (caller) and completion (engine): a line of
+     * their own, so that the read-mostly fields above stay shared in both
+     * threads' caches. */
+    _Alignas(64) _Atomic uint32_t seq; /* next operation tag (issue order) */
+    _Atomic int inflight;     /* issued, not yet completed */
+    _Atomic int error;        /* sticky weft_status_t, 0 if none */
+    _Alignas(64) int engine_blocked; /* engine-private: an earlier op on it waits to start */
 } weft__comm_t;
 
 struct weft_comm { weft__comm_t c; };

@@ -54,17 +54,27 @@ static inline void cpu_relax(void)
 }
 
 /* ---- state ------------------------------------------------------------------ */
+/* Fields written by different threads sit on separate cache lines: callers
+ * push to submit_top and count inflight on every issue, the engine takes the
+ * lock on every pass and its private list below changes on every op. Packed
+ * into two lines, an issue had to pull the line the engine had just written
+ * (the device-overlap benchmark's issue + wait: mean 0.84 -> 0.48 us, 16 KiB,
+ * 2 ranks; doc/design.md, "Engine"). */
+#define WEFT__LINE _Alignas(64)
+/* E.sleeping: awake; in a 20 us nap beside a polling waiter (a submission
+ * need not wake it); asleep until woken (a submission must wake it). */
+enum { SLEEP_NONE = 0, SLEEP_NAP = 2, SLEEP_DEEP = 1 };
 static struct {
-    _Atomic(weft__op_t *) submit_top;   /* multi-producer stack */
-    atomic_flag lock;                   /* the progress lock */
-    _Atomic uint32_t wake;              /* futex word the idle engine sleeps on */
-    _Atomic int sleeping;               /* engine is (about to be) asleep */
+    WEFT__LINE _Atomic(weft__op_t *) submit_top; /* multi-producer stack */
+    WEFT__LINE atomic_flag lock;                 /* the progress lock */
+    WEFT__LINE _Atomic uint32_t wake;            /* futex word the idle engine sleeps on */
+    _Atomic int sleeping;                        /* SLEEP_*: engine is (about to be) asleep */
     _Atomic int stop;
     _Atomic int running;
-    _Atomic int inflight;               /* issued and not completed */
-    _Atomic int finalize_fail;          /* fail every op with WEFT_ERR_FINALIZING */
-    _Atomic int waiters;                /* callers polling in a wait right now */
-    pthread_t thread;
+    _Atomic int finalize_fail;                   /* fail every op with WEFT_ERR_FINALIZING */
+    WEFT__LINE _Atomic int inflight;             /* issued and not completed */
+    WEFT__LINE _Atomic int waiters;              /* callers polling in a wait right now */
+    WEFT__LINE pthread_t thread;
     pthread_mutex_t start_mutex;
     /* engine side (under the progress lock) */
     weft__op_t *active_head, *active_tail;
@@ -92,7 +102,7 @@ void weft__engine_wake(void)
     /* seq_cst pairs with the engine's store to `sleeping` followed by its check
      * of the submission stack (Dekker): one of the two sees the other. */
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&E.sleeping, memory_order_relaxed)) {
+    if (atomic_load_explicit(&E.sleeping, memory_order_relaxed) == SLEEP_DEEP) {
         atomic_fetch_add_explicit(&E.wake, 1, memory_order_release);
         futex_wake_all(&E.wake);
     }
@@ -305,11 +315,14 @@ static void *engine_main(void *arg)
         if (atomic_load_explicit(&E.waiters, memory_order_relaxed) > 0) {
             /* A caller is driving progress in a wait: stay off the lock (an
              * engine preempted while holding it would stall the waiter for a
-             * scheduler tick) and off the cores, in 20 us naps that a new
-             * submission ends at once. Measured on 2 cores: better than a
-             * yielding engine, and than a 1 ms sleep. */
+             * scheduler tick) and off the cores, in 20 us naps. Measured on
+             * 2 cores: better than a yielding engine, and than a 1 ms sleep.
+             * A submission does not end the nap (SLEEP_NAP): the waiter's
+             * passes take it up, and the nap ends in 20 us anyway, while a
+             * futex wake from weft_iallreduce let the engine preempt the
+             * issuing thread on its own core for the whole collective. */
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
-            atomic_store_explicit(&E.sleeping, 1, memory_order_seq_cst);
+            atomic_store_explicit(&E.sleeping, SLEEP_NAP, memory_order_seq_cst);
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
                 futex_wait(&E.wake, seen, 20 * 1000L); /* a submission ends the nap */
             atomic_store_explicit(&E.sleeping, 0, memory_order_relaxed);
@@ -332,7 +345,7 @@ static void *engine_main(void *arg)
              * The linger keeps the next op of a burst (a training step's
              * gradient buckets) from paying a futex wake-up. */
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
-            atomic_store_explicit(&E.sleeping, 1, memory_order_seq_cst);
+            atomic_store_explicit(&E.sleeping, SLEEP_DEEP, memory_order_seq_cst);
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL &&
                 !atomic_load_explicit(&E.stop, memory_order_acquire) &&
                 weft__engine_inflight() == 0)
@@ -389,7 +402,7 @@ weft_status_t weft__engine_stop(double timeout_s)
     }
     if (atomic_load_explicit(&E.running, memory_order_acquire)) {
         atomic_store_explicit(&E.stop, 1, memory_order_release);
-        atomic_store_explicit(&E.sleeping, 1, memory_order_relaxed);
+        atomic_store_explicit(&E.sleeping, SLEEP_DEEP, memory_order_relaxed);
         weft__engine_wake();
         pthread_join(E.thread, NULL);
         atomic_store_explicit(&E.running, 0, memory_order_release);
