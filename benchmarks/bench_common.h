@@ -26,7 +26,8 @@
  * Measurement method (the same for every program, see doc/benchmarks.md):
  * the variants being compared run in the same process, INTERLEAVED: each of
  * R rounds runs a block of k iterations of every variant in turn (the order
- * rotates from round to round), each block preceded by a barrier and timed on
+ * rotates from round to round), each block preceded by one untimed iteration
+ * of that variant (a skip, as in OSU) and a barrier, and timed on
  * every rank; the per-iteration average of a block is maximised over ranks,
  * and the figure reported is the MEDIAN over rounds. Warm-up iterations of
  * every variant run first and also give the time estimate used to scale the
