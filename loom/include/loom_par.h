@@ -74,6 +74,13 @@ int loom_dp_begin(loom_dp_t *dp);
 /* Call after backward, before the optimiser step: launches what is left,
  * waits for every bucket, applies scale.  Gradients are then the reduced ones. */
 int loom_dp_finish(loom_dp_t *dp);
+/* Switches between overlap and blocking for the following steps (the
+ * bucket plan stays).  LOOM_ERR_INVALID for an unknown mode, and while a
+ * step is in progress: after loom_dp_begin until loom_dp_finish has
+ * returned, or while a bucket's all-reduction is in flight.  Every rank of
+ * the communicator must switch at the same step.  Thread: the training
+ * thread, like every loom_dp_* function. */
+int loom_dp_set_mode(loom_dp_t *dp, loom_dp_mode_t mode);
 int loom_dp_num_buckets(const loom_dp_t *dp);
 /* Buckets of the last step whose all-reduction started during backward. */
 int loom_dp_early_buckets(const loom_dp_t *dp);
@@ -129,6 +136,11 @@ size_t loom_spatial_extra_bytes(const loom_spatial_t *s);
  * command line asks for it; loom_par_main runs it (initialises Weft). */
 int loom_par_wanted(int argc, char **argv);
 int loom_par_main(int argc, char **argv);
+/* `mpiexec -n P loom dp-step` (dp_step.c): the data-parallel step with
+ * device-style compute, overlap against blocking.  Called by loom_par_main
+ * between weft_init and weft_finalize; returns the exit status (0, 1 run-time
+ * failure, 2 bad options).  Thread: the main thread. */
+int loom_dp_step_main(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -177,6 +177,24 @@ int loom_dp_finish(loom_dp_t *dp)
     return LOOM_OK;
 }
 
+int loom_dp_set_mode(loom_dp_t *dp, loom_dp_mode_t mode)
+{
+    if (!dp)
+        return loom_error(LOOM_ERR_INVALID, "data parallel: set_mode on a NULL object");
+    if (mode != LOOM_DP_OVERLAP && mode != LOOM_DP_BLOCKING)
+        return loom_error(LOOM_ERR_INVALID, "data parallel: unknown mode %d", (int)mode);
+    /* A step mixing both modes would reduce some gradients twice or not at all. */
+    if (dp->armed)
+        return loom_error(LOOM_ERR_INVALID,
+                          "data parallel: set_mode between loom_dp_begin and loom_dp_finish");
+    for (int k = 0; k < dp->nb; k++)
+        if (dp->b[k].launched)
+            return loom_error(LOOM_ERR_INVALID, "data parallel: set_mode while bucket %d is in flight",
+                              k);
+    dp->d.mode = mode;
+    return LOOM_OK;
+}
+
 int loom_dp_notify(loom_dp_t *dp, size_t ready_from) { return on_backward(dp, -1, ready_from); }
 int loom_dp_num_buckets(const loom_dp_t *dp) { return dp->nb; }
 int loom_dp_early_buckets(const loom_dp_t *dp) { return dp->early; }

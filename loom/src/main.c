@@ -24,6 +24,8 @@ static const char *usage_text =
     "  eval      evaluate saved weights on the test set\n"
     "  bench     training throughput on synthetic data (Iter #k: X img/sec)\n"
     "  summary   print a model's layers, output shapes, parameters and FLOPs\n"
+    "  dp-step   under mpiexec: the data-parallel step with device-style compute,\n"
+    "            overlap against blocking (loom dp-step --help)\n"
     "\n"
     "Common options:\n"
     "  --model NAME        resnet8|resnet20|resnet32|resnet(6k+2)|resnet18|resnet34|resnet50\n"

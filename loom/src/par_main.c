@@ -2,7 +2,8 @@
  * par_main.c - `mpiexec -n P loom train ... --data-parallel D [--spatial HxW]`:
  * parallel training of ResNets (data parallel) and of the mesh model (data
  * and spatial parallel) on Weft.  main.c hands the command over here when a
- * parallel option or the mesh model is named.  Rank 0 prints.
+ * parallel option or the mesh model is named, and for `loom dp-step` (run by
+ * dp_step.c between weft_init and weft_finalize).  Rank 0 prints.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
@@ -52,6 +53,8 @@ typedef struct {
 
 int loom_par_wanted(int argc, char **argv)
 {
+    if (argc > 1 && !strcmp(argv[1], "dp-step"))
+        return 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data-parallel") || !strcmp(argv[i], "--spatial") ||
             !strcmp(argv[i], "--dp-mode") || !strcmp(argv[i], "--memory-probe"))
@@ -782,6 +785,15 @@ int loom_par_main(int argc, char **argv)
     if (ws != WEFT_SUCCESS) {
         fprintf(stderr, "loom: weft_init: %s (%s)\n", weft_strerror(ws), weft_status_name(ws));
         return 1;
+    }
+    if (!strcmp(argv[1], "dp-step")) {
+        int rc = loom_dp_step_main(argc, argv);
+        ws = weft_finalize();
+        if (ws != WEFT_SUCCESS && rc == 0) {
+            fprintf(stderr, "loom: weft_finalize: %s (%s)\n", weft_strerror(ws), weft_status_name(ws));
+            rc = 1;
+        }
+        return rc;
     }
     int rank = 0, size = 1, rc;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -13,6 +13,14 @@
  * tiny buckets, one 25 MiB bucket, blocking, SUM then scale) agrees, the
  * buckets really start during backward, the parameters stay identical on all
  * ranks, and a second run from the same seed is bitwise identical.
+ *
+ * loom_dp_set_mode on one object: overlap, then blocking, then overlap again
+ * on the same gradients give the all-reduced average of the ranks' local
+ * gradients (tolerance 1e-6 * max|g|: the buckets and the single all-reduce
+ * may use different algorithms, so float sums in another order), blocking
+ * starts no bucket during backward and overlap starts them all, and a switch
+ * between loom_dp_begin and loom_dp_finish (buckets in flight or not) or to
+ * an unknown mode is refused with LOOM_ERR_INVALID and changes nothing.
  */
 #include "harness_mpi.h"
 #include "loom.h"
@@ -139,6 +147,101 @@ static double maxrel(const float *a, const float *b, size_t n)
     return num / den;
 }
 
+/* One forward and backward of m on its input (labels y) with dp (NULL:
+ * local) into g; *early its early buckets.  The forward is redone each time:
+ * backward reuses the loss gradient's memory for other layers' gradients. */
+static int grad_step(loom_model_t *m, const int32_t *y, loom_dp_t *dp, float *g, int *early)
+{
+    int st;
+    if ((st = loom_model_forward(m, B, 1)) < 0)
+        return st;
+    loom_softmax_xent(B, CLASSES, loom_model_output(m), y, loom_model_doutput(m), NULL);
+    loom_model_zero_grad(m);
+    if (dp && (st = loom_dp_begin(dp)) < 0)
+        return st;
+    if ((st = loom_model_backward(m, B)) < 0)
+        return st;
+    if (dp && (st = loom_dp_finish(dp)) < 0)
+        return st;
+    memcpy(g, loom_model_grads(m), sizeof(float) * loom_model_param_count(m));
+    if (early)
+        *early = dp ? loom_dp_early_buckets(dp) : 0;
+    return LOOM_OK;
+}
+
+static void check_set_mode(weft_comm_t comm, int rank, int size)
+{
+    enum { MAXP = 20000 };
+    static float ref[MAXP], over[MAXP], block[MAXP], again[MAXP];
+    loom_model_t *m = NULL;
+    loom_dp_t *dp = NULL;
+    float *gx = malloc(sizeof(float) * (size_t)B * size * C * HW * HW);
+    int32_t *gy = malloc(sizeof(int32_t) * (size_t)B * size);
+    int st = LOOM_ERR_NOMEM, e_over = -1, e_block = -1, e_again = -1;
+    if (!gx || !gy)
+        goto out;
+    LOOM_CHECK_GOTO_T(build(&m, B));
+    size_t n = loom_model_param_count(m), per = (size_t)C * HW * HW;
+    CHECK(n <= MAXP, "set_mode: model too large for the test (%zu)", n);
+    if (n > MAXP)
+        goto out;
+    make_batch(0, B * size, gx, gy);
+    memcpy(loom_model_input(m), gx + (size_t)rank * B * per, sizeof(float) * per * B);
+    const int32_t *y = gy + rank * B;
+    /* reference: the local gradients, averaged by hand */
+    LOOM_CHECK_GOTO_T(grad_step(m, y, NULL, ref, NULL));
+    int ws = weft_allreduce(WEFT_IN_PLACE, ref, n, WEFT_FLOAT32, WEFT_AVG, comm);
+    CHECK(ws == WEFT_SUCCESS, "set_mode: reference weft_allreduce: %s", weft_strerror(ws));
+    loom_dp_desc_t dd = LOOM_DP_DESC_INIT;
+    dd.comm = comm;
+    dd.bucket_bytes = 256;
+    LOOM_CHECK_GOTO_T(loom_dp_create(&dp, m, &dd));
+    int nb = loom_dp_num_buckets(dp);
+    LOOM_CHECK_GOTO_T(grad_step(m, y, dp, over, &e_over));
+    st = loom_dp_set_mode(dp, LOOM_DP_BLOCKING);
+    CHECK(st == LOOM_OK, "set_mode(BLOCKING) between steps: %d (%s)", st, loom_last_error());
+    LOOM_CHECK_GOTO_T(grad_step(m, y, dp, block, &e_block));
+    st = loom_dp_set_mode(dp, LOOM_DP_OVERLAP);
+    CHECK(st == LOOM_OK, "set_mode(OVERLAP) between steps: %d (%s)", st, loom_last_error());
+    LOOM_CHECK_GOTO_T(grad_step(m, y, dp, again, &e_again));
+    double eo = maxrel(over, ref, n), eb = maxrel(block, ref, n);
+    CHECK(eo <= 1e-6, "set_mode: overlap gradients differ from the average by %.3g", eo);
+    CHECK(eb <= 1e-6, "set_mode: blocking gradients differ from the average by %.3g", eb);
+    CHECK(memcmp(again, over, sizeof(float) * n) == 0, "set_mode: overlap again is not bitwise the same");
+    CHECK(nb > 3 && e_over == nb && e_again == nb && e_block == 0,
+          "set_mode: buckets started during backward: overlap %d, blocking %d, overlap again %d "
+          "(of %d; want all, 0, all)", e_over, e_block, e_again, nb);
+    if (rank == 0)
+        printf("set_mode: overlap/blocking/overlap on one object: %d/%d/%d of %d buckets during "
+               "backward, max rel err %.3g/%.3g vs the averaged local gradients\n",
+               e_over, e_block, e_again, nb, eo, eb);
+    /* refused while a step is in progress, before and after buckets start */
+    LOOM_CHECK_GOTO_T(loom_dp_begin(dp));
+    st = loom_dp_set_mode(dp, LOOM_DP_BLOCKING);
+    CHECK(st == LOOM_ERR_INVALID, "set_mode after begin: %d, want LOOM_ERR_INVALID", st);
+    LOOM_CHECK_GOTO_T(loom_dp_notify(dp, 0)); /* every bucket is complete: all start */
+    CHECK(loom_dp_early_buckets(dp) == nb, "notify(0) started %d of %d buckets",
+          loom_dp_early_buckets(dp), nb);
+    st = loom_dp_set_mode(dp, LOOM_DP_BLOCKING);
+    CHECK(st == LOOM_ERR_INVALID && strstr(loom_last_error(), "set_mode"),
+          "set_mode with buckets in flight: %d (%s), want LOOM_ERR_INVALID", st, loom_last_error());
+    LOOM_CHECK_GOTO_T(loom_dp_finish(dp));
+    st = loom_dp_set_mode(dp, (loom_dp_mode_t)7);
+    CHECK(st == LOOM_ERR_INVALID, "set_mode(7): %d, want LOOM_ERR_INVALID", st);
+    /* the refused switches left overlap in place */
+    LOOM_CHECK_GOTO_T(grad_step(m, y, dp, again, &e_again));
+    CHECK(e_again == nb && memcmp(again, over, sizeof(float) * n) == 0,
+          "after refused set_mode: %d of %d buckets during backward, gradients %s", e_again, nb,
+          memcmp(again, over, sizeof(float) * n) ? "differ" : "same");
+    st = LOOM_OK;
+out:
+    CHECK(st == LOOM_OK, "set_mode test: %s", loom_last_error());
+    loom_dp_destroy(dp);
+    loom_model_destroy(m);
+    free(gx);
+    free(gy);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -210,6 +313,7 @@ int main(int argc, char **argv)
                   "same seed, same layout: not bitwise identical");
         }
     }
+    check_set_mode(lay.world, rank, size);
     loom_layout_destroy(&lay);
 done:;
     return t_mpi_done(rank, size);

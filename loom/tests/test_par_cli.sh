@@ -5,6 +5,9 @@
 # same losses and test metrics as one process (within 1e-3); ResNet data parallel prints
 # the final line with comm_wait_share and the bucket/algorithm summary;
 # mesh samples written to a file (--mesh-write) train like generated ones.
+# `loom dp-step` (device-style compute, overlap against blocking) prints its
+# table, final line and CSV on 2 ranks and on 1 (hidden_pct n/a there), and
+# refuses bad options with status 2 and a message.
 set -u
 MPIEXEC=$1
 LOOM=$2
@@ -58,6 +61,26 @@ if [ $rc -eq 2 ] && grep -q 'holds 12 samples of 32x32' "$tmp/e"; then ok; else 
 "$MPIEXEC" -n 2 "$LOOM" train --model resnet8 --synthetic --data-parallel 2 --batch 4 --image 16 --steps 3 --bucket-mb 0.05 >"$tmp/r" 2>&1 || bad "resnet dp failed: $(tail -3 "$tmp/r")"
 if grep -Eq '^final: test_accuracy=[0-9.]+ test_loss=[0-9.]+ images_per_s=[0-9.]+ comm_wait_share=[0-9.]+$' "$tmp/r"; then ok; else bad "resnet final line"; fi
 if grep -Eq '^#   bucket [0-9]+: .* -> [a-z_]+$' "$tmp/r" && [ "$(grep -c '^#   bucket' "$tmp/r")" -gt 1 ]; then ok; else bad "bucket/algorithm summary missing"; fi
+
+D="dp-step --batch 4 --steps 3 --warmup 1 --calib 2 --bucket-mb 0.1"
+"$MPIEXEC" -n 2 "$LOOM" $D --speedup 1,4 --csv "$tmp/d.csv" >"$tmp/d" 2>&1 || bad "dp-step failed: $(tail -3 "$tmp/d")"
+if grep -Eq '^ +speedup +compute_ms +blocking_ms +overlap_ms +overlap/blocking +hidden_pct$' "$tmp/d" &&
+    [ "$(grep -Ec '^ +(1|4) +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +-?[0-9.]+$' "$tmp/d")" -eq 2 ]; then ok
+else bad "dp-step table: $(cat "$tmp/d")"; fi
+F='^final: speedup=1 compute_ms=[0-9.]+ blocking_ms=[0-9.]+ overlap_ms=[0-9.]+ overlap_over_blocking=[0-9.]+'
+if grep -Eq "$F"' hidden_pct=-?[0-9.]+ pure_comm_ms=[0-9.]+$' "$tmp/d"; then ok; else bad "dp-step final line: $(grep final "$tmp/d")"; fi
+if grep -Eq '^#.*device-style compute' "$tmp/d" && grep -Eq '^# bucket plan: .* -> buckets: [0-9]+$' "$tmp/d"; then ok
+else bad "dp-step header"; fi
+if head -1 "$tmp/d.csv" | grep -q '^model,ranks,.*,speedup,compute_ms,blocking_ms,overlap_ms,' &&
+    [ "$(grep -c '^resnet20,2,4,' "$tmp/d.csv")" -eq 2 ]; then ok; else bad "dp-step csv: $(cat "$tmp/d.csv")"; fi
+"$MPIEXEC" -n 1 "$LOOM" $D --steps 2 >"$tmp/d1" 2>&1 || bad "dp-step on 1 rank failed: $(tail -3 "$tmp/d1")"
+if grep -Eq "$F"' hidden_pct=n/a pure_comm_ms=[0-9.]+$' "$tmp/d1"; then ok; else bad "dp-step 1 rank final: $(grep final "$tmp/d1")"; fi
+"$MPIEXEC" -n 2 "$LOOM" dp-step --speedup 1,0 >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'speedup wants positive numbers' "$tmp/e"; then ok; else bad "dp-step --speedup 1,0: rc $rc $(cat "$tmp/e")"; fi
+"$MPIEXEC" -n 2 "$LOOM" dp-step --steps 3 --bogus 1 >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'unknown option --bogus' "$tmp/e"; then ok; else bad "dp-step --bogus: rc $rc $(cat "$tmp/e")"; fi
 
 echo "$pass passed, $fails failed"
 [ $fails -eq 0 ]
