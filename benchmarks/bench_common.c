@@ -3,6 +3,8 @@
  * helpers shared by Weft's benchmark programs. See bench_common.h.
  */
 #include "bench_common.h"
+#include <sched.h>
+#include <unistd.h>
 
 #include <errno.h>
 #include <math.h>
@@ -487,6 +489,16 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
         printf("# Algorithm: auto (Weft's selection)\n");
     const char *tp = getenv("WEFT_TRANSPORT");
     printf("# Transport: %s\n", tp && *tp ? tp : "auto (WEFT_TRANSPORT unset)");
+    /* Weft's progress thread inherits the rank's binding: bound, it shares
+     * the rank's core (mpiexec -bind-to core); unbound, the scheduler moves
+     * both threads across the cores (doc/benchmarks.md, "Binding"). */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        printf("# Binding: rank 0 may run on %d of %ld CPUs%s\n", CPU_COUNT(&set),
+               sysconf(_SC_NPROCESSORS_ONLN),
+               CPU_COUNT(&set) == 1 ? " (bound to one core; Weft's engine thread shares it)"
+                                    : " (not bound to a core)");
     if (o->iters > 0)
         printf(
             "# Timing: variants interleaved (Weft, MPI, ...), %d rounds, %ld iterations per size "
