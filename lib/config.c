@@ -43,6 +43,9 @@ static const weft__config_var_t vars[] = {
     {"WEFT_WAIT_SPIN_US", "20000",
      "a waiting caller drives progress until it has seen none for this long, then hands the op "
      "to the engine and sleeps (10 on oversubscribed nodes at most)"},
+    {"WEFT_FUSED_REDUCE_MAX", "8192",
+     "messages of 2 KiB up to this many bytes that an algorithm reduces on arrival are reduced "
+     "straight from the transport's buffers, without a scratch copy (UCX transport; 0 = never)"},
     {"WEFT_MEASURE", "1",
      "measure alpha, beta and gamma at communicator creation (0: use built-in defaults)"},
     {"WEFT_NCCL_MIN_BYTES", "65536",
@@ -151,6 +154,8 @@ weft_status_t weft__config_load(void)
     c.linger_us = (int)l;
     WEFT__CHECK(parse_long("WEFT_WAIT_SPIN_US", 0, 10000000, &l));
     c.wait_spin_us = (int)l;
+    WEFT__CHECK(parse_long("WEFT_FUSED_REDUCE_MAX", 0, 1L << 40, &l));
+    c.fused_reduce_max = (size_t)l;
     WEFT__CHECK(parse_long("WEFT_MEASURE", 0, 1, &l));
     c.measure = (int)l;
     WEFT__CHECK(parse_long("WEFT_NCCL_MIN_BYTES", 0, LONG_MAX, &l));

@@ -39,6 +39,7 @@ typedef struct weft__config {
     int cuda_memops;                         /* WEFT_CUDA_MEMOPS */
     int wait_spin_us;                        /* WEFT_WAIT_SPIN_US */
     int linger_us;                           /* WEFT_LINGER_US */
+    size_t fused_reduce_max;                 /* WEFT_FUSED_REDUCE_MAX bytes (0 = off) */
 } weft__config_t;
 
 extern weft__config_t weft__cfg;
@@ -106,6 +107,34 @@ typedef struct weft__xfer_dt {
     void *obj;                /* for the callbacks: the buffer */
     const void *arg1, *arg2;  /* for the callbacks: its layout and region */
 } weft__xfer_dt_t;
+
+/**
+ * A receive that reduces as the message arrives (lib/recv_reduce.c): posted
+ * with the transport's irecv_dt on rr->d, it computes out = a OP message
+ * (count elements of dtype) straight from the transport's buffers. out may be
+ * a; neither may be read by a transfer still in flight. Engine side.
+ */
+#define WEFT__RR_EDGES 8
+typedef struct weft__rr {
+    weft__xfer_dt_t d;        /* d.obj = this */
+    void *out;
+    const void *a;
+    size_t esz;
+    weft_datatype_t dtype;
+    weft_op_t op;
+    int nedge, overflow;
+    struct {
+        size_t elem;          /* element index */
+        unsigned got;         /* bytes of it received */
+        _Alignas(8) unsigned char v[8];
+    } edge[WEFT__RR_EDGES];   /* elements cut between pieces, not yet complete */
+} weft__rr_t;
+void weft__rr_init(weft__rr_t *rr, void *out, const void *a, size_t count, weft_datatype_t dtype,
+                   weft_op_t op);
+/** The unpack callback (d->obj is the weft__rr_t). */
+void weft__rr_unpack(const weft__xfer_dt_t *d, size_t offset, const void *src, size_t len);
+/** After the transfer completed: true (logged) if the result must not be used. */
+bool weft__rr_failed(const weft__rr_t *rr);
 
 /**
  * A transport moves bytes between ranks of a communicator with tagged,
@@ -320,6 +349,14 @@ weft_status_t weft__coll_isend_eager(weft__op_t *op, const void *buf, size_t byt
 weft_status_t weft__coll_isend_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer);
 weft_status_t weft__coll_irecv_dt(weft__op_t *op, const weft__xfer_dt_t *d, int peer);
 weft_status_t weft__coll_irecv(weft__op_t *op, void *buf, size_t bytes, int peer);
+/** May a message of `bytes` be received with weft__coll_irecv_reduce (the
+ * transport unpacks piecewise, and 2 KiB <= bytes <= WEFT_FUSED_REDUCE_MAX)? */
+bool weft__coll_can_recv_reduce(const weft__op_t *op, size_t bytes);
+/** Receive count elements of op's dtype from peer as out = a OP message
+ * (op->rop), reduced on arrival (weft__rr_t, which must live until the step's
+ * transfers completed; check weft__rr_failed then). */
+weft_status_t weft__coll_irecv_reduce(weft__op_t *op, weft__rr_t *rr, void *out, const void *a,
+                                      size_t count, int peer);
 /**
  * WEFT_SUCCESS when every transfer of the current step completed (nxfer is
  * then reset to 0), WEFT_INPROGRESS if some are still running, or an error.

@@ -15,6 +15,13 @@
  * after round k (the reduction is bitwise symmetric), so all ranks end with
  * identical bits. The first reduction reads sendbuf and writes recvbuf
  * (weft__reduce3), so no copy is made; recvbuf is the only output.
+ *
+ * Over a transport that unpacks piecewise (UCX), a round's message of at most
+ * WEFT_FUSED_REDUCE_MAX bytes is reduced as it arrives (weft__rr_t): result =
+ * current OP message, straight from the transport's buffers, with no scratch
+ * copy. The result then goes to the buffer this round does not send from
+ * (recvbuf, or tmp when the current data is recvbuf), and is copied to recvbuf
+ * after the last round if it ended in tmp.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +37,10 @@ typedef struct rd_state {
     int rem;        /* p - p' */
     int mask;       /* current round's distance */
     int partner;    /* real rank of the current round's partner */
-    int have;       /* 1 once recvbuf holds this rank's partial result */
+    int have;       /* 1 once res holds this rank's partial result */
+    int fused;      /* rounds reduce on arrival (weft__coll_irecv_reduce) */
+    void *res;      /* recvbuf, or tmp after a fused round that wrote it */
+    weft__rr_t rr;  /* the current round's fused receive */
 } rd_state_t;
 _Static_assert(sizeof(rd_state_t) <= WEFT__PRIV_BYTES, "rd_state_t does not fit op->priv");
 
@@ -41,14 +51,41 @@ static int real_rank(int newrank, int rem) { return newrank < rem ? 2 * newrank 
  * sendbuf. Engine side. */
 static const void *cur(const weft__op_t *op, const rd_state_t *s)
 {
-    return s->have ? op->recvbuf : op->sendbuf;
+    return s->have ? s->res : op->sendbuf;
 }
 
-/* recvbuf = current OP tmp. Engine side. */
+/* recvbuf = current OP tmp (the message received into tmp). Engine side. */
 static void absorb(weft__op_t *op, rd_state_t *s)
 {
     weft__reduce3(op->recvbuf, cur(op, s), op->tmp, op->count, op->dtype, op->rop);
     s->have = 1;
+    s->res = op->recvbuf;
+}
+
+/* Post round `mask`'s exchange with s->partner. Engine side. */
+static weft_status_t post_round(weft__op_t *op, rd_state_t *s)
+{
+    const void *c = cur(op, s);
+    if (s->fused) { /* result = c OP message, into the buffer not being sent */
+        void *dst = c == op->recvbuf ? op->tmp : op->recvbuf;
+        WEFT__CHECK(weft__coll_irecv_reduce(op, &s->rr, dst, c, op->count, s->partner));
+    } else {
+        WEFT__CHECK(weft__coll_irecv(op, op->tmp, op->bytes, s->partner));
+    }
+    return weft__coll_isend(op, c, op->bytes, s->partner);
+}
+
+/* Round `mask`'s exchange completed: fold the message in. Engine side. */
+static weft_status_t end_round(weft__op_t *op, rd_state_t *s)
+{
+    if (!s->fused) {
+        absorb(op, s);
+        return WEFT_SUCCESS;
+    }
+    if (weft__rr_failed(&s->rr)) return WEFT_ERR_INTERNAL;
+    s->res = s->rr.out;
+    s->have = 1;
+    return WEFT_SUCCESS;
 }
 
 /* Thread contract: engine side. Never blocks. */
@@ -88,16 +125,19 @@ static weft_status_t rd_step(weft__op_t *op)
             continue;
         case RD_ROUND:
             if (s->mask > 0) { /* the exchange of round `mask` has completed */
-                absorb(op, s);
+                WEFT__CHECK(end_round(op, s));
                 s->mask <<= 1;
             } else {
                 s->mask = 1;
             }
             if (s->mask < pof2) {
                 s->partner = real_rank(s->newrank ^ s->mask, s->rem);
-                WEFT__CHECK(weft__coll_irecv(op, op->tmp, op->bytes, s->partner));
-                WEFT__CHECK(weft__coll_isend(op, cur(op, s), op->bytes, s->partner));
+                WEFT__CHECK(post_round(op, s));
                 continue;
+            }
+            if (s->have && s->res != op->recvbuf) { /* the last fused round wrote tmp */
+                memcpy(op->recvbuf, s->res, op->bytes);
+                s->res = op->recvbuf;
             }
             op->phase = RD_UNFOLD;
             continue;
@@ -105,6 +145,7 @@ static weft_status_t rd_step(weft__op_t *op)
             if (!s->have) { /* p' == 1 and no fold: only possible for p == 1 */
                 if (op->recvbuf != op->sendbuf) memcpy(op->recvbuf, op->sendbuf, op->bytes);
                 s->have = 1;
+                s->res = op->recvbuf;
             }
             if (rank < 2 * s->rem) /* odd rank: hand the result back */
                 WEFT__CHECK(weft__coll_isend(op, op->recvbuf, op->bytes, rank - 1));
@@ -133,6 +174,7 @@ static weft_status_t rd_start(weft__op_t *op)
     s->newrank = rank < 2 * s->rem ? (rank % 2 ? rank / 2 : -1) : rank - s->rem;
     if (s->newrank >= 0) {
         WEFT__CHECK(weft__coll_alloc_tmp(op, op->bytes));
+        s->fused = weft__coll_can_recv_reduce(op, op->bytes);
     }
     return rd_step(op);
 }
