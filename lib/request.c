@@ -194,6 +194,7 @@ void weft__op_wait_done(weft__op_t *op)
     double (*clock)(void) = budget >= 2e-3 ? weft__now_coarse : weft__now;
     double t_end = clock() + budget;
     unsigned idle = 0;
+    const int pauses = op->comm->tp->poll_pause > 1 ? op->comm->tp->poll_pause : 1;
     weft__engine_waiter(+1);
     while (!is_done(op)) {
         int w = weft__engine_try_progress();
@@ -206,7 +207,7 @@ void weft__op_wait_done(weft__op_t *op)
         if ((++idle & 15) == 0 && clock() > t_end) break;
         /* w < 0: the lock holder may be preempted; let it run. */
         if (w < 0 || weft__g.oversubscribed) sched_yield();
-        else cpu_relax_wait();
+        else for (int k = 0; k < pauses; k++) cpu_relax_wait();
     }
     weft__engine_waiter(-1);
     /* Ops of other threads still in flight: the engine, napping while we

@@ -87,4 +87,5 @@ const weft__transport_t weft__transport_mpi = {
     .testall = mpi_testall,
     .cancel = mpi_cancel,
     .progress = NULL,
+    .poll_pause = 1,
 };

@@ -802,6 +802,7 @@ static const weft__transport_t transport_ucx = {
     .testall = ucx_testall,
     .cancel = ucx_cancel,
     .progress = ucx_progress,
+    .poll_pause = 2,
 };
 
 /** The UCX transport (never NULL in a build with UCX). Any thread. */
