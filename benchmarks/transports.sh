@@ -4,7 +4,8 @@
 #   benchmarks/transports.sh BUILD OUTDIR [-n NP] [-k REPEATS] [-r ROUNDS]
 #                            [-l LAT_MAX] [-b BW_MAX] [-a AR_MAX] [-t "mpi ucx auto"]
 #
-# Runs, on NP ranks (default 2), REPEATS times (default 1), each time for every
+# Runs, on NP ranks (default 2, bound to cores: BIND, default "-bind-to core",
+# is passed to mpiexec; BIND= runs unbound), REPEATS times (default 1), each time for every
 # transport in the list (default: WEFT_TRANSPORT=mpi, =ucx, and unset = auto):
 #   weft_osu_p2p --mode lat -m 1:LAT_MAX  (default 64K) -> OUTDIR/p2p_lat_<tp>_<k>.csv
 #   weft_osu_p2p --mode bw  -m 1:BW_MAX   (default 4M)  -> OUTDIR/p2p_bw_<tp>_<k>.csv
@@ -49,6 +50,8 @@ for exe in "$p2p" "$ar"; do
 done
 mkdir -p "$out"
 mpiexec=${MPIEXEC:-mpiexec}
+# Ranks bound to cores (Weft's engine thread shares its rank's core); BIND= for none.
+bind=${BIND--bind-to core}
 
 run() { # run TRANSPORT NAME K EXE ARGS...
     tp=$1 name=$2 k=$3
@@ -56,9 +59,9 @@ run() { # run TRANSPORT NAME K EXE ARGS...
     f=$out/${name}_${tp}_$k
     echo "== $name, WEFT_TRANSPORT=$tp, $np ranks, run $k" >&2
     if [ "$tp" = auto ]; then
-        env -u WEFT_TRANSPORT "$mpiexec" -n "$np" "$@" -r "$rounds" --quiet --csv "$f.csv" > "$f.txt"
+        env -u WEFT_TRANSPORT "$mpiexec" $bind -n "$np" "$@" -r "$rounds" --quiet --csv "$f.csv" > "$f.txt"
     else
-        env WEFT_TRANSPORT="$tp" "$mpiexec" -n "$np" "$@" -r "$rounds" --quiet --csv "$f.csv" \
+        env WEFT_TRANSPORT="$tp" "$mpiexec" $bind -n "$np" "$@" -r "$rounds" --quiet --csv "$f.csv" \
             > "$f.txt"
     fi
 }

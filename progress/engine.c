@@ -58,8 +58,7 @@ static inline void cpu_relax(void)
  * push to submit_top and count inflight on every issue, the engine takes the
  * lock on every pass and its private list below changes on every op. Packed
  * into two lines, an issue had to pull the line the engine had just written
- * (the device-overlap benchmark's issue + wait: mean 0.84 -> 0.48 us, 16 KiB,
- * 2 ranks; doc/design.md, "Engine"). */
+ * (issue + wait of a finished op: doc/benchmarks.md, "Overlap"). */
 #define WEFT__LINE _Alignas(64)
 /* E.sleeping: awake; in a 20 us nap beside a polling waiter (a submission
  * need not wake it); asleep until woken (a submission must wake it). */
