@@ -59,21 +59,20 @@ static inline void cpu_relax(void)
  * lock on every pass and its private list below changes on every op. Packed
  * into two lines, an issue had to pull the line the engine had just written
  * (issue + wait of a finished op: doc/benchmarks.md, "Overlap"). */
-#define WEFT__LINE _Alignas(64)
-/* E.sleeping: awake; in a 20 us nap beside a polling waiter (a submission
- * need not wake it); asleep until woken (a submission must wake it). */
-enum { SLEEP_NONE = 0, SLEEP_NAP = 2, SLEEP_DEEP = 1 };
+/* E.sleeping: awake; asleep until woken (a submission must wake it); in a
+ * 20 us nap beside a polling waiter (a submission need not wake it). */
+enum { SLEEP_NONE, SLEEP_DEEP, SLEEP_NAP };
 static struct {
-    WEFT__LINE _Atomic(weft__op_t *) submit_top; /* multi-producer stack */
-    WEFT__LINE atomic_flag lock;                 /* the progress lock */
-    WEFT__LINE _Atomic uint32_t wake;            /* futex word the idle engine sleeps on */
+    _Alignas(64) _Atomic(weft__op_t *) submit_top; /* multi-producer stack */
+    _Alignas(64) atomic_flag lock;                 /* the progress lock */
+    _Alignas(64) _Atomic uint32_t wake;            /* futex word the idle engine sleeps on */
     _Atomic int sleeping;                        /* SLEEP_*: engine is (about to be) asleep */
     _Atomic int stop;
     _Atomic int running;
     _Atomic int finalize_fail;                   /* fail every op with WEFT_ERR_FINALIZING */
-    WEFT__LINE _Atomic int inflight;             /* issued and not completed */
-    WEFT__LINE _Atomic int waiters;              /* callers polling in a wait right now */
-    WEFT__LINE pthread_t thread;
+    _Alignas(64) _Atomic int inflight;             /* issued and not completed */
+    _Alignas(64) _Atomic int waiters;              /* callers polling in a wait right now */
+    _Alignas(64) pthread_t thread;
     pthread_mutex_t start_mutex;
     /* engine side (under the progress lock) */
     weft__op_t *active_head, *active_tail;
@@ -324,7 +323,7 @@ static void *engine_main(void *arg)
             atomic_store_explicit(&E.sleeping, SLEEP_NAP, memory_order_seq_cst);
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
                 futex_wait(&E.wake, seen, 20 * 1000L); /* a submission ends the nap */
-            atomic_store_explicit(&E.sleeping, 0, memory_order_relaxed);
+            atomic_store_explicit(&E.sleeping, SLEEP_NONE, memory_order_relaxed);
             continue;
         }
         int w = weft__engine_try_progress();
@@ -349,7 +348,7 @@ static void *engine_main(void *arg)
                 !atomic_load_explicit(&E.stop, memory_order_acquire) &&
                 weft__engine_inflight() == 0)
                 futex_wait(&E.wake, seen, 0);
-            atomic_store_explicit(&E.sleeping, 0, memory_order_relaxed);
+            atomic_store_explicit(&E.sleeping, SLEEP_NONE, memory_order_relaxed);
             idle = 0;
             last_work = -1;
             continue;
