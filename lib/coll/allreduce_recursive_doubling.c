@@ -37,9 +37,9 @@ typedef struct rd_state {
     int rem;        /* p - p' */
     int mask;       /* current round's distance */
     int partner;    /* real rank of the current round's partner */
-    int have;       /* 1 once res holds this rank's partial result */
     int fused;      /* rounds reduce on arrival (weft__coll_irecv_reduce) */
-    void *res;      /* recvbuf, or tmp after a fused round that wrote it */
+    void *res;      /* this rank's partial result once there is one (recvbuf,
+                       or tmp after a fused round that wrote it), else NULL */
     weft__rr_t rr;  /* the current round's fused receive */
 } rd_state_t;
 _Static_assert(sizeof(rd_state_t) <= WEFT__PRIV_BYTES, "rd_state_t does not fit op->priv");
@@ -47,18 +47,17 @@ _Static_assert(sizeof(rd_state_t) <= WEFT__PRIV_BYTES, "rd_state_t does not fit 
 /* Real rank of participant `newrank` after the fold. Pure; any thread. */
 static int real_rank(int newrank, int rem) { return newrank < rem ? 2 * newrank + 1 : newrank + rem; }
 
-/* Current data of this rank: recvbuf once a reduction wrote it, else
- * sendbuf. Engine side. */
+/* Current data of this rank: its partial result once a reduction wrote one,
+ * else sendbuf. Engine side. */
 static const void *cur(const weft__op_t *op, const rd_state_t *s)
 {
-    return s->have ? s->res : op->sendbuf;
+    return s->res ? s->res : op->sendbuf;
 }
 
 /* recvbuf = current OP tmp (the message received into tmp). Engine side. */
 static void absorb(weft__op_t *op, rd_state_t *s)
 {
     weft__reduce3(op->recvbuf, cur(op, s), op->tmp, op->count, op->dtype, op->rop);
-    s->have = 1;
     s->res = op->recvbuf;
 }
 
@@ -84,7 +83,6 @@ static weft_status_t end_round(weft__op_t *op, rd_state_t *s)
     }
     if (weft__rr_failed(&s->rr)) return WEFT_ERR_INTERNAL;
     s->res = s->rr.out;
-    s->have = 1;
     return WEFT_SUCCESS;
 }
 
@@ -135,16 +133,15 @@ static weft_status_t rd_step(weft__op_t *op)
                 WEFT__CHECK(post_round(op, s));
                 continue;
             }
-            if (s->have && s->res != op->recvbuf) { /* the last fused round wrote tmp */
+            if (s->res && s->res != op->recvbuf) { /* the last fused round wrote tmp */
                 memcpy(op->recvbuf, s->res, op->bytes);
                 s->res = op->recvbuf;
             }
             op->phase = RD_UNFOLD;
             continue;
         case RD_UNFOLD:
-            if (!s->have) { /* p' == 1 and no fold: only possible for p == 1 */
+            if (!s->res) { /* p' == 1 and no fold: only possible for p == 1 */
                 if (op->recvbuf != op->sendbuf) memcpy(op->recvbuf, op->sendbuf, op->bytes);
-                s->have = 1;
                 s->res = op->recvbuf;
             }
             if (rank < 2 * s->rem) /* odd rank: hand the result back */
