@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "loom.h"
 
+#include <float.h>
 #include <string.h>
 
 static loom_rng_t rng;
@@ -330,6 +331,56 @@ static void test_model(void)
     loom_model_destroy(gm);
 }
 
+/* Pooling forward against a direct reference: every kernel offset of every
+ * window, out-of-range taps skipped by explicit bounds checks (the gradient
+ * checks above compare backward with the forward, so a window clipped wrong
+ * in both would pass them).  Max and average, strides 1-3, padding 0-2,
+ * windows reaching past the input on every side; bitwise equal (the same
+ * taps in the same order). */
+static void test_pool_forward_ref(void)
+{
+    static const int cfg[][4] = {{3, 2, 1, 7}, {2, 2, 0, 6}, {3, 1, 1, 5}, {5, 3, 2, 9}, {1, 1, 0, 4},
+                                 {4, 2, 2, 5}, {3, 3, 0, 8}};
+    for (size_t t = 0; t < sizeof cfg / sizeof cfg[0]; t++) {
+        int k = cfg[t][0], st = cfg[t][1], pad = cfg[t][2], h = cfg[t][3], w = h + 1;
+        loom_pool_desc_t d = {k, k, st, st, pad, pad};
+        loom_shape_t sh = {2, 3, h, w};
+        int ho = (h + 2 * pad - k) / st + 1, wo = (w + 2 * pad - k) / st + 1;
+        size_t nin = loom_shape_count(sh), nout = (size_t)2 * 3 * ho * wo;
+        float *x = randv(nin, 1.0f), *ymax = zeros(nout), *yavg = zeros(nout);
+        int32_t *am = malloc(sizeof(int32_t) * nout);
+        loom_maxpool_forward(&d, sh, x, ymax, am);
+        loom_avgpool_forward(&d, sh, x, yavg);
+        int bad_max = 0, bad_avg = 0;
+        for (int nc = 0; nc < 6; nc++)
+            for (int oh = 0; oh < ho; oh++)
+                for (int ow = 0; ow < wo; ow++) {
+                    float best = -FLT_MAX, acc = 0.0f;
+                    int any = 0;
+                    for (int ki = 0; ki < k; ki++)
+                        for (int kj = 0; kj < k; kj++) {
+                            int ih = oh * st - pad + ki, iw = ow * st - pad + kj;
+                            if (ih < 0 || ih >= h || iw < 0 || iw >= w)
+                                continue;
+                            float v = x[(size_t)nc * h * w + (size_t)ih * w + iw];
+                            if (!any || v > best)
+                                best = v;
+                            any = 1;
+                            acc += v;
+                        }
+                    size_t o = (size_t)nc * ho * wo + (size_t)oh * wo + ow;
+                    bad_max += ymax[o] != (any ? best : 0.0f);
+                    bad_avg += yavg[o] != acc * (1.0f / (float)(k * k));
+                }
+        CHECK(!bad_max && !bad_avg, "pooling forward k%d s%d p%d %dx%d: %d max and %d avg outputs differ "
+              "from the reference", k, st, pad, h, w, bad_max, bad_avg);
+        free(x);
+        free(ymax);
+        free(yavg);
+        free(am);
+    }
+}
+
 int main(void)
 {
     loom_set_threads(1);
@@ -348,6 +399,7 @@ int main(void)
     pd = (loom_pool_desc_t){3, 3, 2, 2, 1, 1};
     test_elt(2, "maxpool", (loom_shape_t){2, 2, 5, 6}, 2 * 2 * 3 * 3);
     test_elt(3, "avgpool", (loom_shape_t){2, 2, 5, 6}, 2 * 2 * 3 * 3);
+    test_pool_forward_ref();
     test_elt(4, "global avgpool", (loom_shape_t){2, 3, 4, 5}, 6);
     test_elt(5, "dropout", (loom_shape_t){2, 3, 4, 4}, 96);
     er_r = 2;
