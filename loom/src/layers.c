@@ -282,6 +282,19 @@ void loom_add_forward(size_t n, const float *a, const float *b, float *y) { ew(2
 /* --------------------------------------------------------------- pooling */
 static int pool_out(int in, int k, int s, int p) { return loom_conv_out_size(in, k, s, p, 1); }
 
+/* Input rows [*h0, *h1) and columns [*w0, *w1) under output (oh, ow)'s window,
+ * clipped to the input (the padding holds nothing).  The window walks of the
+ * three pooling kernels below all go through it. */
+static void pool_window(const loom_pool_desc_t *d, loom_shape_t s, int oh, int ow, int *h0, int *h1,
+                        int *w0, int *w1)
+{
+    int hs = oh * d->stride_h - d->pad_h, ws = ow * d->stride_w - d->pad_w;
+    *h0 = hs < 0 ? 0 : hs;
+    *h1 = hs + d->kh < s.h ? hs + d->kh : s.h;
+    *w0 = ws < 0 ? 0 : ws;
+    *w1 = ws + d->kw < s.w ? ws + d->kw : s.w;
+}
+
 void loom_maxpool_forward(const loom_pool_desc_t *d, loom_shape_t s, const float *x, float *y,
                           int32_t *argmax)
 {
@@ -295,21 +308,16 @@ void loom_maxpool_forward(const loom_pool_desc_t *d, loom_shape_t s, const float
             for (int ow = 0; ow < wo; ow++) {
                 float best = -FLT_MAX;
                 int32_t bi = -1;
-                for (int ki = 0; ki < d->kh; ki++) {
-                    int ih = oh * d->stride_h - d->pad_h + ki;
-                    if (ih < 0 || ih >= s.h)
-                        continue;
-                    for (int kj = 0; kj < d->kw; kj++) {
-                        int iw = ow * d->stride_w - d->pad_w + kj;
-                        if (iw < 0 || iw >= s.w)
-                            continue;
+                int h0, h1, w0, w1;
+                pool_window(d, s, oh, ow, &h0, &h1, &w0, &w1);
+                for (int ih = h0; ih < h1; ih++)
+                    for (int iw = w0; iw < w1; iw++) {
                         float v = xc[ih * s.w + iw];
                         if (bi < 0 || v > best) {
                             best = v;
                             bi = ih * s.w + iw;
                         }
                     }
-                }
                 yc[oh * wo + ow] = bi < 0 ? 0.0f : best;
                 ac[oh * wo + ow] = bi;
             }
@@ -344,16 +352,11 @@ void loom_avgpool_forward(const loom_pool_desc_t *d, loom_shape_t s, const float
         for (int oh = 0; oh < ho; oh++)
             for (int ow = 0; ow < wo; ow++) {
                 float acc = 0.0f;
-                for (int ki = 0; ki < d->kh; ki++) {
-                    int ih = oh * d->stride_h - d->pad_h + ki;
-                    if (ih < 0 || ih >= s.h)
-                        continue;
-                    for (int kj = 0; kj < d->kw; kj++) {
-                        int iw = ow * d->stride_w - d->pad_w + kj;
-                        if (iw >= 0 && iw < s.w)
-                            acc += xc[ih * s.w + iw];
-                    }
-                }
+                int h0, h1, w0, w1;
+                pool_window(d, s, oh, ow, &h0, &h1, &w0, &w1);
+                for (int ih = h0; ih < h1; ih++)
+                    for (int iw = w0; iw < w1; iw++)
+                        acc += xc[ih * s.w + iw];
                 yc[oh * wo + ow] = acc * inv;
             }
     }
@@ -373,16 +376,11 @@ void loom_avgpool_backward(const loom_pool_desc_t *d, loom_shape_t s, const floa
         for (int oh = 0; oh < ho; oh++)
             for (int ow = 0; ow < wo; ow++) {
                 float g = gc[oh * wo + ow] * inv;
-                for (int ki = 0; ki < d->kh; ki++) {
-                    int ih = oh * d->stride_h - d->pad_h + ki;
-                    if (ih < 0 || ih >= s.h)
-                        continue;
-                    for (int kj = 0; kj < d->kw; kj++) {
-                        int iw = ow * d->stride_w - d->pad_w + kj;
-                        if (iw >= 0 && iw < s.w)
-                            xc[ih * s.w + iw] += g;
-                    }
-                }
+                int h0, h1, w0, w1;
+                pool_window(d, s, oh, ow, &h0, &h1, &w0, &w1);
+                for (int ih = h0; ih < h1; ih++)
+                    for (int iw = w0; iw < w1; iw++)
+                        xc[ih * s.w + iw] += g;
             }
     }
 }
