@@ -78,12 +78,7 @@ typedef struct {
 
 static int bad(int rank, const char *fmt, const char *a)
 {
-    if (rank == 0) {
-        fprintf(stderr, "loom: dp-step: ");
-        fprintf(stderr, fmt, a);
-        fprintf(stderr, "\nRun 'loom dp-step --help' for the options.\n");
-    }
-    return -1;
+    return loom_usage_error(rank, "dp-step", fmt, a);
 }
 
 /* "1,4,16": positive numbers, at most MAX_SPEEDUPS. */

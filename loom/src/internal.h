@@ -40,4 +40,9 @@ int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
                          const int accum[2], loom_shape_t is, int r, const float *y,
                          const float *dy, float *dx, int acc);
 
+/* A command-line error of a parallel command: rank 0 prints "loom: " fmt
+ * (with one string argument) and where the options are ('loom CMD --help').
+ * Returns -1.  Thread: the main thread. */
+int loom_usage_error(int rank, const char *cmd, const char *fmt, const char *arg);
+
 #endif

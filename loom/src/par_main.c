@@ -67,12 +67,7 @@ int loom_par_wanted(int argc, char **argv)
 
 static int bad(int rank, const char *fmt, const char *a)
 {
-    if (rank == 0) {
-        fprintf(stderr, "loom: ");
-        fprintf(stderr, fmt, a);
-        fprintf(stderr, "\nRun 'loom train --model mesh --help' for the parallel options.\n");
-    }
-    return -1;
+    return loom_usage_error(rank, "train --model mesh", fmt, a);
 }
 
 static int parse(int argc, char **argv, pargs_t *a, int rank)

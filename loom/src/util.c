@@ -99,3 +99,13 @@ float loom_rng_normal(loom_rng_t *r)
     double u2 = (double)(loom_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
+
+int loom_usage_error(int rank, const char *cmd, const char *fmt, const char *arg)
+{
+    if (rank == 0) {
+        fprintf(stderr, "loom: ");
+        fprintf(stderr, fmt, arg);
+        fprintf(stderr, "\nRun 'loom %s --help' for the options.\n", cmd);
+    }
+    return -1;
+}
