@@ -1,6 +1,7 @@
 /*
  * transport_select.c - which point-to-point transport a new communicator
- * uses, from WEFT_TRANSPORT (read once into weft__cfg.transport):
+ * uses: the one weft_comm_create_ex asks for, or by default the one
+ * WEFT_TRANSPORT names (read once into weft__cfg.transport):
  *
  *   mpi   MPI point-to-point (backends/mpi), always built;
  *   ucx   UCP tag matching (backends/ucx); WEFT_ERR_UNSUPPORTED if UCX is not
@@ -16,23 +17,50 @@
 #include "weft_internal.h"
 
 /** See weft_internal.h. Any thread (reads weft__cfg, set once at init). */
-const weft__transport_t *weft__transport_choose(weft_status_t *st)
+const weft__transport_t *weft__transport_choose(weft_transport_t want, weft_status_t *st)
 {
-    const char *want = weft__cfg.transport;
     const weft__transport_t *ucx = weft__transport_ucx();
+    const char *asked = "weft_comm_create_ex: WEFT_TRANSPORT_UCX";
 
     *st = WEFT_SUCCESS;
-    if (want[0] == '\0' || strcasecmp(want, "auto") == 0)
-        return ucx != NULL ? ucx : &weft__transport_mpi;
-    if (strcasecmp(want, "mpi") == 0) return &weft__transport_mpi;
-    if (strcasecmp(want, "ucx") == 0) {
+    if (want == WEFT_TRANSPORT_DEFAULT) {
+        const char *env = weft__cfg.transport;
+        if (env[0] == '\0' || strcasecmp(env, "auto") == 0)
+            return ucx != NULL ? ucx : &weft__transport_mpi;
+        if (strcasecmp(env, "mpi") == 0) return &weft__transport_mpi;
+        if (strcasecmp(env, "ucx") != 0) {
+            WEFT__ERROR("WEFT_TRANSPORT=%s: unknown transport (expected auto, mpi or ucx)", env);
+            *st = WEFT_ERR_INVALID_ARG;
+            return NULL;
+        }
+        want = WEFT_TRANSPORT_UCX;
+        asked = "WEFT_TRANSPORT=ucx";
+    }
+    if (want == WEFT_TRANSPORT_MPI) return &weft__transport_mpi;
+    if (want == WEFT_TRANSPORT_UCX) {
         if (ucx != NULL) return ucx;
-        WEFT__ERROR("WEFT_TRANSPORT=ucx: this Weft was built without UCX (configure with "
-                    "-Ducx=enabled and libucx-dev installed, or use WEFT_TRANSPORT=mpi|auto)");
+        WEFT__ERROR("%s: this Weft was built without UCX (configure with -Ducx=enabled and "
+                    "libucx-dev installed, or use the MPI transport)", asked);
         *st = WEFT_ERR_UNSUPPORTED;
         return NULL;
     }
-    WEFT__ERROR("WEFT_TRANSPORT=%s: unknown transport (expected auto, mpi or ucx)", want);
+    WEFT__ERROR("weft_comm_create_ex: unknown transport %d", (int)want);
     *st = WEFT_ERR_INVALID_ARG;
     return NULL;
+}
+
+/** The public value for a transport object. Any thread. */
+weft_transport_t weft__transport_id(const weft__transport_t *tp)
+{
+    return tp == &weft__transport_mpi ? WEFT_TRANSPORT_MPI : WEFT_TRANSPORT_UCX;
+}
+
+const char *weft_transport_name(weft_transport_t transport)
+{
+    switch (transport) {
+    case WEFT_TRANSPORT_DEFAULT: return "default";
+    case WEFT_TRANSPORT_MPI: return "mpi";
+    case WEFT_TRANSPORT_UCX: return "ucx";
+    default: return NULL;
+    }
 }

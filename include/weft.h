@@ -138,6 +138,20 @@ WEFT_EXPORT weft_status_t weft_algo_from_name(const char *name, weft_algo_t *alg
 
 /* ---- init / finalize ----------------------------------------------------- */
 /**
+ * The host point-to-point transport a communicator's algorithms move bytes
+ * with (weft_comm_create_ex in weft_mpi.h; doc/ucx.md).
+ */
+typedef enum weft_transport {
+    WEFT_TRANSPORT_DEFAULT = 0, /**< as WEFT_TRANSPORT says (auto: UCX when built in, else MPI) */
+    WEFT_TRANSPORT_MPI,         /**< MPI point-to-point on the communicator's MPI duplicate */
+    WEFT_TRANSPORT_UCX,         /**< UCP tag matching, driven by Weft's engine */
+    WEFT_TRANSPORT_COUNT
+} weft_transport_t;
+
+/** "default", "mpi", "ucx"; NULL for an unknown value. Any thread. */
+WEFT_EXPORT const char *weft_transport_name(weft_transport_t transport);
+
+/**
  * Parameters for weft_init, extensible: set `size` to sizeof(weft_init_params_t)
  * (WEFT_INIT_PARAMS_INITIALIZER does). NULL means all defaults.
  */
@@ -175,6 +189,8 @@ WEFT_EXPORT int weft_initialized(void);
  * other calls on the same communicator.
  */
 WEFT_EXPORT weft_status_t weft_comm_destroy(weft_comm_t comm);
+/** The transport comm was created with (never WEFT_TRANSPORT_DEFAULT). Any thread. */
+WEFT_EXPORT weft_status_t weft_comm_get_transport(weft_comm_t comm, weft_transport_t *transport);
 WEFT_EXPORT weft_status_t weft_comm_rank(weft_comm_t comm, int *rank);
 WEFT_EXPORT weft_status_t weft_comm_size(weft_comm_t comm, int *size);
 /** The stream the communicator is bound to (NULL if none). */

@@ -22,6 +22,27 @@ extern "C" {
  */
 WEFT_EXPORT weft_status_t weft_comm_create(MPI_Comm mpi_comm, weft_stream_t stream,
                                            weft_comm_t *comm);
+/**
+ * Options of weft_comm_create_ex, extensible: set `size` to
+ * sizeof(weft_comm_params_t) (WEFT_COMM_PARAMS_INITIALIZER does).
+ */
+typedef struct weft_comm_params {
+    size_t size;
+    /** WEFT_TRANSPORT_DEFAULT follows WEFT_TRANSPORT. Every rank must ask for
+     * the same transport (checked: WEFT_ERR_INVALID_ARG on every rank). */
+    weft_transport_t transport;
+} weft_comm_params_t;
+#define WEFT_COMM_PARAMS_INITIALIZER { sizeof(weft_comm_params_t), WEFT_TRANSPORT_DEFAULT }
+
+/**
+ * weft_comm_create with options (params NULL: all defaults, as
+ * weft_comm_create). WEFT_ERR_UNSUPPORTED, on every rank, when the asked-for
+ * transport is not built in; WEFT_ERR_UCX when UCX cannot start here.
+ * Collective over mpi_comm, as weft_comm_create. Thread: any, after weft_init.
+ */
+WEFT_EXPORT weft_status_t weft_comm_create_ex(MPI_Comm mpi_comm, weft_stream_t stream,
+                                              const weft_comm_params_t *params,
+                                              weft_comm_t *comm);
 /** The duplicated MPI communicator Weft uses (do not free it). Any thread. */
 WEFT_EXPORT weft_status_t weft_comm_get_mpi(weft_comm_t comm, MPI_Comm *mpi_comm);
 

@@ -1,4 +1,5 @@
 /* comm.c - communicators: creation from an MPI_Comm, queries, destruction. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,10 +43,39 @@ static weft_status_t agree(weft__comm_t *c, weft_status_t st)
     return all ? WEFT_SUCCESS : WEFT_ERR_COMM_BROKEN;
 }
 
+/* Collective: agree (as above) on a rank's choice of transport, st being the
+ * choice's status; a rank whose transport differs from another's gets
+ * WEFT_ERR_INVALID_ARG, on every rank: the transports' comm_open steps are
+ * different collectives and must not meet. */
+static weft_status_t agree_transport(weft__comm_t *c, weft_status_t st)
+{
+    int id = st == WEFT_SUCCESS ? (int)weft__transport_id(c->tp) : 0;
+    int v[3] = {st != WEFT_SUCCESS, id, -id}, all[3] = {0, 0, 0};
+    WEFT__MPI_CHECK(MPI_Allreduce(v, all, 3, MPI_INT, MPI_MAX, c->mpi));
+    if (all[0] != 0) return st != WEFT_SUCCESS ? st : WEFT_ERR_COMM_BROKEN;
+    if (all[1] != -all[2]) {
+        WEFT__ERROR("weft_comm_create_ex: ranks asked for different transports (this rank: %s)",
+                    weft_transport_name((weft_transport_t)id));
+        return WEFT_ERR_INVALID_ARG;
+    }
+    return WEFT_SUCCESS;
+}
+
 weft_status_t weft_comm_create(MPI_Comm mpi_comm, weft_stream_t stream, weft_comm_t *out)
+{
+    return weft_comm_create_ex(mpi_comm, stream, NULL, out);
+}
+
+weft_status_t weft_comm_create_ex(MPI_Comm mpi_comm, weft_stream_t stream,
+                                  const weft_comm_params_t *params, weft_comm_t *out)
 {
     if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
     if (out == NULL || mpi_comm == MPI_COMM_NULL) return WEFT_ERR_INVALID_ARG;
+    if (params != NULL && params->size < sizeof(size_t)) return WEFT_ERR_INVALID_ARG;
+    weft_transport_t want = WEFT_TRANSPORT_DEFAULT;
+    if (params != NULL &&
+        params->size >= offsetof(weft_comm_params_t, transport) + sizeof(weft_transport_t))
+        want = params->transport;
     weft_status_t st = WEFT_SUCCESS;
     weft__comm_t *c = NULL; /* cache-line aligned: see the layout of weft__comm_t */
     if (posix_memalign((void **)&c, 64, sizeof(struct weft_comm)) != 0) return WEFT_ERR_NO_MEMORY;
@@ -62,8 +92,8 @@ weft_status_t weft_comm_create(MPI_Comm mpi_comm, weft_stream_t stream, weft_com
     c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     for (int i = 0; i < WEFT_COLL_COUNT; i++) atomic_init(&c->force_algo[i], WEFT_ALGO_AUTO);
 
-    c->tp = weft__transport_choose(&st);
-    WEFT__CHECK_GOTO(agree(c, c->tp != NULL ? WEFT_SUCCESS : st), st, fail_dup);
+    c->tp = weft__transport_choose(want, &st);
+    WEFT__CHECK_GOTO(agree_transport(c, st), st, fail_dup);
     st = c->tp->comm_open(c);
     if (st != WEFT_SUCCESS) {
         agree(c, st);
@@ -167,6 +197,14 @@ weft_status_t weft_comm_get_mpi(weft_comm_t comm, MPI_Comm *mpi_comm)
     WEFT__CHECK(check_comm(comm));
     if (mpi_comm == NULL) return WEFT_ERR_INVALID_ARG;
     *mpi_comm = weft__comm(comm)->mpi;
+    return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_get_transport(weft_comm_t comm, weft_transport_t *transport)
+{
+    WEFT__CHECK(check_comm(comm));
+    if (transport == NULL) return WEFT_ERR_INVALID_ARG;
+    *transport = weft__transport_id(weft__comm(comm)->tp);
     return WEFT_SUCCESS;
 }
 

@@ -181,17 +181,17 @@ typedef struct weft__transport {
 extern const weft__transport_t weft__transport_mpi;
 /** The transport for a new communicator (WEFT_TRANSPORT). NULL with *st set
  * when the one asked for is unavailable. Caller thread (comm creation). */
-const weft__transport_t *weft__transport_choose(weft_status_t *st);
-/** Tear down process-wide UCX state (weft_finalize; no-op without UCX). */
-void weft__transport_ucx_shutdown(void);
 /** NULL when the UCX backend is not built. */
 const weft__transport_t *weft__transport_ucx(void);
 /**
- * The transport for a new communicator from WEFT_TRANSPORT (weft__cfg.transport:
- * auto|mpi|ucx; backends/transport_select.c). NULL with *st set (and logged)
- * when the asked-for transport is not built or the value is unknown. Any thread.
+ * The transport for a new communicator: `want`, or for WEFT_TRANSPORT_DEFAULT
+ * the one WEFT_TRANSPORT names (weft__cfg.transport: auto|mpi|ucx;
+ * backends/transport_select.c). NULL with *st set (and logged) when the
+ * asked-for transport is not built or the value is unknown. Any thread.
  */
-const weft__transport_t *weft__transport_choose(weft_status_t *st);
+const weft__transport_t *weft__transport_choose(weft_transport_t want, weft_status_t *st);
+/** WEFT_TRANSPORT_MPI or WEFT_TRANSPORT_UCX for a transport object. Any thread. */
+weft_transport_t weft__transport_id(const weft__transport_t *tp);
 /** Destroy the UCX worker and context (no-op without UCX or if never started).
  * weft_finalize only, after every communicator was closed and the engine stopped. */
 void weft__transport_ucx_shutdown(void);

@@ -1,0 +1,247 @@
+/*
+ * weft_osu_transports - Weft over its MPI transport and over UCX, each on a
+ * communicator of its own in the same processes, and plain MPI, timed
+ * interleaved in one run (median over rounds): the transports compared under
+ * the same conditions, without a run-to-run difference between them.
+ *
+ *   mpiexec -n 2 weft_osu_transports [--test lat|allreduce|both] [-m MIN:MAX]
+ *                                    [-i ITERS] [-x WARMUP] [-r ROUNDS] [-T TYPE]
+ *                                    [--csv FILE]
+ *
+ * lat: ping-pong between ranks 0 and 1 (weft_send/weft_recv, MPI_Send/MPI_Recv),
+ * half the round trip, as osu_latency (ranks above 1 only take part in the
+ * timing barriers). allreduce: weft_allreduce with Weft's automatic algorithm
+ * choice on each communicator, and MPI_Allreduce (SUM, -T TYPE, float32 by
+ * default). Default -m 4:64K. Needs a build with the UCX transport (exit 77
+ * without: there is nothing to compare).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_common.h"
+
+#define TAG_DATA 3
+
+typedef struct state {
+    bench_ctx_t *b;
+    weft_comm_t comm[2]; /* [0] MPI transport, [1] UCX */
+    size_t bytes, count;
+    weft_datatype_t dt;
+    MPI_Datatype mdt;
+    char *sbuf[3], *rbuf[3]; /* per side: MPI transport, UCX, plain MPI */
+} state_t;
+
+typedef struct side {
+    state_t *s;
+    int k; /* 0, 1: Weft on comm[k]; 2: plain MPI */
+} side_t;
+
+static int weft_fail(state_t *s, const char *what, weft_status_t st, int k)
+{
+    bench_error(s->b, "%s(%zu bytes, %s transport): %s (%s)", what, s->bytes,
+                k == 0 ? "MPI" : "UCX", weft_status_name(st), weft_strerror(st));
+    return 1;
+}
+
+static int lat_run(void *ud, long iters, int round)
+{
+    side_t *d = ud;
+    state_t *s = d->s;
+    const int me = s->b->rank, k = d->k;
+    (void)round;
+    if (me > 1) return 0;
+    const int peer = 1 - me;
+    for (long i = 0; i < iters; i++) {
+        for (int step = 0; step < 2; step++) {
+            const int send = (step == 0) == (me == 0); /* rank 0 sends first */
+            if (k < 2) {
+                weft_status_t st =
+                    send ? weft_send(s->sbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k])
+                         : weft_recv(s->rbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k]);
+                if (st != WEFT_SUCCESS) return weft_fail(s, send ? "weft_send" : "weft_recv", st, k);
+            } else {
+                int rc = send ? MPI_Send(s->sbuf[2], (int)s->bytes, MPI_BYTE, peer, TAG_DATA,
+                                         s->b->mpi_comm)
+                              : MPI_Recv(s->rbuf[2], (int)s->bytes, MPI_BYTE, peer, TAG_DATA,
+                                         s->b->mpi_comm, MPI_STATUS_IGNORE);
+                if (rc != MPI_SUCCESS) {
+                    bench_error(s->b, "%s(%zu bytes) failed (MPI code %d)",
+                                send ? "MPI_Send" : "MPI_Recv", s->bytes, rc);
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static int allreduce_run(void *ud, long iters, int round)
+{
+    side_t *d = ud;
+    state_t *s = d->s;
+    const int k = d->k;
+    (void)round;
+    for (long i = 0; i < iters; i++) {
+        if (k < 2) {
+            weft_status_t st =
+                weft_allreduce(s->sbuf[k], s->rbuf[k], s->count, s->dt, WEFT_SUM, s->comm[k]);
+            if (st != WEFT_SUCCESS) return weft_fail(s, "weft_allreduce", st, k);
+        } else {
+            int rc = MPI_Allreduce(s->sbuf[2], s->rbuf[2], (int)s->count, s->mdt, MPI_SUM,
+                                   s->b->mpi_comm);
+            if (rc != MPI_SUCCESS) {
+                bench_error(s->b, "MPI_Allreduce(%zu bytes) failed (MPI code %d)", s->bytes, rc);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+static int parse_extra(void *ud, const char *name, const char *value)
+{
+    int *mode = ud;
+    if (strcmp(name, "test") != 0) return BENCH_OPT_UNKNOWN;
+    if (value == NULL) return BENCH_OPT_NEEDS_VALUE;
+    if (strcmp(value, "lat") == 0) *mode = 1;
+    else if (strcmp(value, "allreduce") == 0) *mode = 2;
+    else if (strcmp(value, "both") == 0) *mode = 3;
+    else return BENCH_OPT_BAD_VALUE;
+    return BENCH_OPT_OK;
+}
+
+/* One size of one test: the three sides interleaved; prints and records. */
+static int run_size(state_t *s, const bench_opts_t *o, bench_csv_t *csv, int lat)
+{
+    side_t sides[3] = {{s, 0}, {s, 1}, {s, 2}};
+    int (*fn)(void *, long, int) = lat ? lat_run : allreduce_run;
+    bench_variant_t v[3] = {{"weft-mpi", fn, &sides[0], NULL},
+                            {"weft-ucx", fn, &sides[1], NULL},
+                            {"mpi", fn, &sides[2], NULL}};
+    bench_result_t r[3];
+    bench_timing_t tm = bench_timing_for(o, s->bytes);
+    if (bench_run_interleaved(s->b, &tm, v, 3, r) != 0) {
+        bench_error(s->b, "%s, %zu bytes failed", lat ? "latency" : "allreduce", s->bytes);
+        return 1;
+    }
+    double us[3];
+    for (int k = 0; k < 3; k++) us[k] = lat ? r[k].median_us / 2 : r[k].median_us;
+    double ratio = us[0] > 0 ? us[1] / us[0] : NAN;
+    weft_algo_t algo = WEFT_ALGO_AUTO;
+    const char *aname = "linear";
+    if (!lat && weft_query_algo(s->comm[1], WEFT_COLL_ALLREDUCE, s->count, s->dt, &algo) ==
+                    WEFT_SUCCESS && weft_algo_name(algo))
+        aname = weft_algo_name(algo);
+    bench_printf(s->b, "%-10zu%14.3f%14.3f%14.3f%12.3f  %s\n", s->bytes, us[0], us[1], us[2], ratio,
+                 aname);
+    bench_csv_row(csv, "%s,%zu,%.4f,%.4f,%.4f,%.4f,%s", lat ? "latency" : "allreduce", s->bytes,
+                  us[0], us[1], us[2], ratio, aname);
+    bench_progress(s->b, "weft_osu_transports: %s %zu bytes done", lat ? "latency" : "allreduce",
+                   s->bytes);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_ctx_t b;
+    bench_opts_t o;
+    int mode = 3;
+    int rc = bench_init(&b, &argc, &argv);
+    if (rc != 0) return rc;
+    bench_spec_t spec = {.prog = "weft_osu_transports",
+                         .what = "Weft over the MPI transport and over UCX (a communicator each, same "
+                         "processes) and plain MPI, interleaved in one run.",
+                         .extra_usage = "  --test lat|allreduce|both   what to time (default both)\n"
+                         "  (default -m 4:64K here)\n",
+                         .extra = parse_extra,
+                         .extra_ud = &mode,
+                         .min_bytes = 4,
+                         .max_bytes = 64u << 10};
+    rc = bench_parse(&b, argc, argv, &spec, &o);
+    if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
+    if ((mode & 1) && b.size < 2) {
+        if (b.rank == 0) fprintf(stderr, "weft_osu_transports: the latency test needs 2 ranks\n");
+        return bench_finalize(&b, 2);
+    }
+    if (o.max_bytes > (size_t)INT32_MAX) {
+        if (b.rank == 0) fprintf(stderr, "weft_osu_transports: -m MAX too large for MPI's int count\n");
+        return bench_finalize(&b, 2);
+    }
+
+    state_t s = {.b = &b, .dt = o.dtype};
+    s.mdt = bench_mpi_dtype(o.dtype);
+    const size_t es = weft_datatype_size(o.dtype);
+    if ((mode & 2) && s.mdt == MPI_DATATYPE_NULL) {
+        if (b.rank == 0) fprintf(stderr, "weft_osu_transports: MPI has no %s datatype\n",
+                                 weft_datatype_name(o.dtype));
+        return bench_finalize(&b, 2);
+    }
+    /* The two communicators: a transport this build lacks ends the run (77). */
+    const weft_transport_t tp[2] = {WEFT_TRANSPORT_MPI, WEFT_TRANSPORT_UCX};
+    for (int k = 0; k < 2; k++) {
+        weft_comm_params_t p = WEFT_COMM_PARAMS_INITIALIZER;
+        p.transport = tp[k];
+        weft_status_t st = weft_comm_create_ex(MPI_COMM_WORLD, NULL, &p, &s.comm[k]);
+        if (st == WEFT_ERR_UNSUPPORTED) {
+            bench_printf(&b, "# this Weft has no UCX transport: nothing to compare (skipped)\n");
+            rc = 77;
+            goto out_comms;
+        }
+        if (st != WEFT_SUCCESS) {
+            bench_error(&b, "weft_comm_create_ex(%s): %s (%s)", weft_transport_name(tp[k]),
+                        weft_status_name(st), weft_strerror(st));
+            rc = 1;
+            goto out_comms;
+        }
+    }
+    int ok = 1, all_ok = 0;
+    for (int k = 0; k < 3; k++) {
+        s.sbuf[k] = bench_alloc(o.max_bytes);
+        s.rbuf[k] = bench_alloc(o.max_bytes);
+        ok = ok && s.sbuf[k] && s.rbuf[k];
+    }
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
+        bench_error(&b, "cannot allocate 6 buffers of %zu bytes", o.max_bytes);
+        rc = 1;
+        goto out_free;
+    }
+    for (int k = 0; k < 3; k++) bench_fill(s.sbuf[k], o.max_bytes / es, o.dtype, b.rank);
+
+    bench_csv_t csv;
+    if (bench_csv_open(&b, &csv, o.csv_path,
+                       "test,size_bytes,weft_mpi_us,weft_ucx_us,mpi_us,ucx_over_mpi_transport,"
+                       "algorithm") != 0) {
+        rc = 1;
+        goto out_free;
+    }
+    bench_print_header(&b, &o, "Weft transports compared (weft_osu_transports)", NULL);
+    bench_printf(&b, "# Sides: weft-mpi = Weft on a communicator over the MPI transport, weft-ucx "
+                     "= over UCX, mpi = plain MPI on its own dup of MPI_COMM_WORLD\n");
+    rc = 0;
+    for (int pass = 1; pass <= 2 && rc == 0; pass++) {
+        if (!(mode & pass)) continue;
+        const int lat = pass == 1;
+        bench_printf(&b, "# %s\n%-10s%14s%14s%14s%12s  %s\n",
+                     lat ? "Latency (half round trip, us)" : "Allreduce latency (us)", "# Size",
+                     "weft-mpi", "weft-ucx", "mpi", "ucx/mpi-tp", "algorithm");
+        BENCH_FOR_SIZES(&o, bytes)
+        {
+            if (!lat && bytes < es) continue;
+            s.bytes = lat ? bytes : bytes / es * es;
+            s.count = s.bytes / es;
+            if ((rc = run_size(&s, &o, &csv, lat)) != 0) break;
+        }
+    }
+    if (bench_csv_close(&csv) != 0) rc = 1;
+out_free:
+    for (int k = 0; k < 3; k++) {
+        free(s.sbuf[k]);
+        free(s.rbuf[k]);
+    }
+out_comms:
+    for (int k = 0; k < 2; k++)
+        if (s.comm[k]) (void)weft_comm_destroy(s.comm[k]);
+    return bench_finalize(&b, rc);
+}
