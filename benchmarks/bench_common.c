@@ -361,8 +361,8 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
 int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec, bench_opts_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->min_bytes = 4;
-    o->max_bytes = 16777216;
+    o->min_bytes = spec->min_bytes ? spec->min_bytes : 4;
+    o->max_bytes = spec->max_bytes ? spec->max_bytes : 16777216;
     o->iters = 0;
     o->warmup = -1;
     o->rounds = 5;

@@ -119,6 +119,7 @@ typedef struct bench_spec {
     const char *extra_usage;  /* lines describing the program's own options, or NULL */
     bench_extra_fn extra;     /* the program's own long options, or NULL */
     void *extra_ud;
+    size_t min_bytes, max_bytes; /* the program's default -m (0: 4 B and 16 MiB) */
 } bench_spec_t;
 
 /* bench_parse results. */

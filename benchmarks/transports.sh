@@ -10,6 +10,9 @@
 #   weft_osu_p2p --mode lat -m 1:LAT_MAX  (default 64K) -> OUTDIR/p2p_lat_<tp>_<k>.csv
 #   weft_osu_p2p --mode bw  -m 1:BW_MAX   (default 4M)  -> OUTDIR/p2p_bw_<tp>_<k>.csv
 #   weft_osu_allreduce -m 4:AR_MAX        (default 16M) -> OUTDIR/allreduce_<tp>_<k>.csv
+# and, once per repeat when UCX is built, both transports in the same processes
+# (a communicator each, interleaved with plain MPI in one run):
+#   weft_osu_transports -m 4:64K          -> OUTDIR/same_process_<k>.csv
 # keeping each program's text output next to its CSV (.txt). Each program times
 # Weft and plain MPI in the same run, interleaved (median of ROUNDS rounds,
 # default 7); the transports alternate from run to run, so that a slow phase of
@@ -45,6 +48,7 @@ done
 
 p2p=$build/benchmarks/weft_osu_p2p
 ar=$build/benchmarks/weft_osu_allreduce
+both=$build/benchmarks/weft_osu_transports
 for exe in "$p2p" "$ar"; do
     [ -x "$exe" ] || { echo "$0: $exe not found (build first: ninja -C $build)" >&2; exit 1; }
 done
@@ -77,6 +81,14 @@ while [ "$k" -le "$reps" ]; do
             status=1
         fi
     done
+    if [ -x "$both" ]; then
+        echo "== same_process (weft_osu_transports), $np ranks, run $k" >&2
+        rc=0
+        "$mpiexec" $bind -n "$np" "$both" -m 4:64K -r "$rounds" --quiet \
+            --csv "$out/same_process_$k.csv" > "$out/same_process_$k.txt" || rc=$?
+        if [ "$rc" -eq 77 ]; then rm -f "$out/same_process_$k.csv"   # no UCX: nothing to compare
+        elif [ "$rc" -ne 0 ]; then echo "$0: weft_osu_transports failed" >&2; status=1; fi
+    fi
     k=$((k + 1))
 done
 
@@ -105,6 +117,25 @@ for name, wcol, mcol, unit in progs:
             v = data[s].get(c, [])
             row += "%14.2f" % statistics.median(v) if v else "%14s" % "-"
         print(row)
+same = {}
+for f in sorted(glob.glob(f"{out}/same_process_*.csv")):
+    for r in csv.DictReader(open(f)):
+        key = (r["test"], int(r["size_bytes"]))
+        for c in ("weft_mpi_us", "weft_ucx_us", "mpi_us", "ucx_over_mpi_transport"):
+            same.setdefault(key, {}).setdefault(c, []).append(float(r[c]))
+if same:
+    print("\n# same processes (weft_osu_transports, us): median over runs; ucx/mpi-tp = Weft over "
+          "UCX / Weft over the MPI transport, per run, then the median; lower = how many runs had "
+          "UCX lower")
+    print("%-10s%-10s%12s%12s%12s%12s%8s" % ("# test", "size", "weft-mpi", "weft-ucx", "MPI",
+                                               "ucx/mpi-tp", "lower"))
+    for (test, s) in sorted(same):
+        d = same[(test, s)]
+        m = lambda c: statistics.median(d[c])
+        low = sum(1 for x in d["ucx_over_mpi_transport"] if x < 1.0)
+        print("%-10s%-10d%12.3f%12.3f%12.3f%12.3f%5d/%-2d" % (test, s, m("weft_mpi_us"),
+              m("weft_ucx_us"), m("mpi_us"), m("ucx_over_mpi_transport"), low,
+              len(d["ucx_over_mpi_transport"])))
 PYEOF
 fi
 exit $status

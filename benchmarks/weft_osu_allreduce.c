@@ -201,13 +201,14 @@ int main(int argc, char **argv)
     bench_device_t device = DEV_HOST;
     rc = take_device_opt(&argc, argv, &device, b.rank);
     if (rc != 0) return bench_finalize(&b, rc);
-    bench_spec_t spec = {"weft_osu_allreduce",
-                         "Latency of weft_allreduce and of MPI_Allreduce in the same run "
-                         "(interleaved, median over rounds).",
-                         "  -d, --device=DEV     host (default): host buffers, no stream;\n"
-                         "                       host-stream: comm bound to a host stream;\n"
-                         "                       cuda: device buffers, comm bound to a CUDA stream\n",
-                         NULL, NULL};
+    bench_spec_t spec = {.prog = "weft_osu_allreduce",
+                         .what = "Latency of weft_allreduce and of MPI_Allreduce in the same run "
+                                 "(interleaved, median over rounds).",
+                         .extra_usage = "  -d, --device=DEV     host (default): host buffers, no stream;\n"
+                                        "                       host-stream: comm bound to a host stream;\n"
+                                        "                       cuda: device buffers, comm bound to a CUDA stream\n",
+                         .extra = NULL,
+                         .extra_ud = NULL};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     rc = bench_apply_algo(&b, &o, WEFT_COLL_ALLREDUCE);

@@ -154,13 +154,14 @@ int main(int argc, char **argv)
 #endif
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
-    bench_spec_t spec = {"weft_osu_coll",
-                         "Latency of a Weft collective and of MPI's own in the same run "
-                         "(interleaved, median over rounds).",
-                         "  --coll NAME   reduce_scatter, allgather, bcast, reduce, alltoall, gather,\n"
-                         "                scatter or barrier\n"
-                         "  --root R      root of bcast/reduce/gather/scatter (default 0)\n",
-                         extra_opt, &e};
+    bench_spec_t spec = {.prog = "weft_osu_coll",
+                         .what = "Latency of a Weft collective and of MPI's own in the same run "
+                                 "(interleaved, median over rounds).",
+                         .extra_usage = "  --coll NAME   reduce_scatter, allgather, bcast, reduce, alltoall, gather,\n"
+                                        "                scatter or barrier\n"
+                                        "  --root R      root of bcast/reduce/gather/scatter (default 0)\n",
+                         .extra = extra_opt,
+                         .extra_ud = &e};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (e.c == NULL || e.root >= b.size) {

@@ -175,16 +175,17 @@ int main(int argc, char **argv)
                  .grid = {0, 0}, .periodic = 0, .corners = 1};
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
-    bench_spec_t spec = {"weft_osu_halo",
-                         "Latency of weft_halo_exchange and of a hand-written MPI halo exchange "
-                         "(subarray datatypes) in the same run (interleaved, median over rounds).",
-                         "  --block LIST  local interior sizes, N or HxW, comma-separated\n"
-                         "                (default 64,128,256,512,1024)\n"
-                         "  --channels C  leading channels (default 16)\n"
-                         "  --width LIST  halo widths (default 1,2)\n"
-                         "  --grid PxQ    process grid (default MPI_Dims_create)\n"
-                         "  --periodic    periodic boundaries   --no-corners  faces only\n",
-                         extra_opt, &h};
+    bench_spec_t spec = {.prog = "weft_osu_halo",
+                         .what = "Latency of weft_halo_exchange and of a hand-written MPI halo exchange "
+                                 "(subarray datatypes) in the same run (interleaved, median over rounds).",
+                         .extra_usage = "  --block LIST  local interior sizes, N or HxW, comma-separated\n"
+                                        "                (default 64,128,256,512,1024)\n"
+                                        "  --channels C  leading channels (default 16)\n"
+                                        "  --width LIST  halo widths (default 1,2)\n"
+                                        "  --grid PxQ    process grid (default MPI_Dims_create)\n"
+                                        "  --periodic    periodic boundaries   --no-corners  faces only\n",
+                         .extra = extra_opt,
+                         .extra_ud = &h};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (h.grid[0] == 0) {

@@ -311,16 +311,16 @@ int main(int argc, char **argv)
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
     extra_opts_t ex = {&compute_modes[0]};
-    bench_spec_t spec = {
-        "weft_osu_iallreduce",
-        "Overlap of nonblocking allreduce with computation (OSU method), Weft and MPI side by "
-        "side.",
-        "  --compute=MODE       busy: a CPU loop that calls neither MPI nor Weft (default);\n"
-        "                       device: the caller sleeps, as a host thread while a GPU computes;\n"
-        "                       stream: a task on the communicator's host stream sleeps, as a\n"
-        "                       kernel on a CUDA stream (the collective runs on a comm bound to\n"
-        "                       that stream; the host synchronises with it after the wait)\n",
-        parse_extra, &ex};
+    bench_spec_t spec = {.prog = "weft_osu_iallreduce",
+                         .what = "Overlap of nonblocking allreduce with computation (OSU method), Weft and MPI side by "
+                                 "side.",
+                         .extra_usage = "  --compute=MODE       busy: a CPU loop that calls neither MPI nor Weft (default);\n"
+                                        "                       device: the caller sleeps, as a host thread while a GPU computes;\n"
+                                        "                       stream: a task on the communicator's host stream sleeps, as a\n"
+                                        "                       kernel on a CUDA stream (the collective runs on a comm bound to\n"
+                                        "                       that stream; the host synchronises with it after the wait)\n",
+                         .extra = parse_extra,
+                         .extra_ud = &ex};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     rc = bench_apply_algo(&b, &o, WEFT_COLL_ALLREDUCE);

@@ -237,25 +237,20 @@ int main(int argc, char **argv)
     extra_t e = {.mode = 3, .window = 64};
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
-    bench_spec_t spec = {"weft_osu_p2p",
-                         "Point-to-point latency (ping-pong) and bandwidth (window) of Weft's "
-                         "send/recv and of MPI's, interleaved in the same run.",
-                         "  --mode lat|bw|both   what to measure (default both)\n"
-                         "  --window W           sends in flight for bandwidth (default 64, "
-                         "at most 1024)\n"
-                         "  --mpi-thread         an extra thread polls MPI (MPI_Iprobe) all along\n"
-                         "  (default -m 1:4M here; MIN = 1 also times 0-byte latency)\n",
-                         parse_extra, &e};
-    /* Default size range of osu_latency unless -m is given. */
-    int have_m = 0;
-    for (int i = 1; i < argc; i++)
-        if (strncmp(argv[i], "-m", 2) == 0) have_m = 1;
+    bench_spec_t spec = {.prog = "weft_osu_p2p",
+                         .what = "Point-to-point latency (ping-pong) and bandwidth (window) of Weft's "
+                                 "send/recv and of MPI's, interleaved in the same run.",
+                         .extra_usage = "  --mode lat|bw|both   what to measure (default both)\n"
+                                        "  --window W           sends in flight for bandwidth (default 64, "
+                                        "at most 1024)\n"
+                                        "  --mpi-thread         an extra thread polls MPI (MPI_Iprobe) all along\n"
+                                        "  (default -m 1:4M here; MIN = 1 also times 0-byte latency)\n",
+                         .extra = parse_extra,
+                         .extra_ud = &e,
+                         .min_bytes = 1,
+                         .max_bytes = 4u << 20}; /* default -m: osu_latency's range */
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
-    if (!have_m) {
-        o.min_bytes = 1;
-        o.max_bytes = 4u << 20;
-    }
     if (b.size < 2) {
         if (b.rank == 0) fprintf(stderr, "weft_osu_p2p: needs at least 2 ranks\n");
         return bench_finalize(&b, 2);

@@ -152,9 +152,9 @@ int main(int argc, char **argv)
     if (rc != 0) return rc;
     bench_spec_t spec = {.prog = "weft_osu_transports",
                          .what = "Weft over the MPI transport and over UCX (a communicator each, same "
-                         "processes) and plain MPI, interleaved in one run.",
+                                 "processes) and plain MPI, interleaved in one run.",
                          .extra_usage = "  --test lat|allreduce|both   what to time (default both)\n"
-                         "  (default -m 4:64K here)\n",
+                                        "  (default -m 4:64K here)\n",
                          .extra = parse_extra,
                          .extra_ud = &mode,
                          .min_bytes = 4,

@@ -73,13 +73,13 @@ int main(int argc, char **argv)
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
     extra_opts_t ex = {5.0};
-    bench_spec_t spec = {
-        "weft_sweep_allreduce",
-        "Time every allreduce algorithm at every size; compare the winner with Weft's choice.",
-        "  --tolerance PCT      flag the automatic choice only when it is more than PCT%\n"
-        "                       slower than the winner (default 5)\n"
-        "  (-a is not accepted: the sweep times every algorithm)\n",
-        parse_extra, &ex};
+    bench_spec_t spec = {.prog = "weft_sweep_allreduce",
+                         .what = "Time every allreduce algorithm at every size; compare the winner with Weft's choice.",
+                         .extra_usage = "  --tolerance PCT      flag the automatic choice only when it is more than PCT%\n"
+                                        "                       slower than the winner (default 5)\n"
+                                        "  (-a is not accepted: the sweep times every algorithm)\n",
+                         .extra = parse_extra,
+                         .extra_ud = &ex};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (o.algo_given) {
