@@ -193,14 +193,11 @@ static int progress_pass(void)
         }
     }
 
-    const weft__transport_t *ucx = weft__transport_ucx();
-    bool ucx_ops = false; /* an op of a UCX communicator is (or was, this pass) active */
     weft__op_t *prev = NULL, *op = E.active_head;
     while (op) {
         weft__op_t *next = op->next;
         weft_status_t st = WEFT_INPROGRESS;
         weft__comm_t *c = op->comm;
-        ucx_ops |= c->tp == ucx;
 
         if (!op->started) {
             if ((uint64_t)c->engine_blocked == (E.pass & 0x7fffffff) + 1) {
@@ -245,12 +242,13 @@ static int progress_pass(void)
         op = next;
     }
     /* The transport's own progress last: it may skip it when the ops' tests
-     * above already progressed it (UCX). Only while a UCX communicator has
-     * ops: the worker needs no progress for traffic nobody waits on (an
-     * early message waits in its shared-memory queue, a rendezvous for the
-     * receive that will drive it), and an idle worker's poll would tax the
-     * passes of ops on MPI communicators of the same process. */
-    if (ucx_ops && ucx->progress) work += ucx->progress();
+     * above already progressed it (UCX). Every pass, even with no op of a
+     * UCX communicator active: UCX may still owe a peer a protocol message
+     * after our side of a transfer completed (a rendezvous acknowledgement
+     * queued while the shared-memory queue was full), and the peer's op
+     * waits for it. */
+    const weft__transport_t *ucx = weft__transport_ucx();
+    if (ucx && ucx->progress) work += ucx->progress();
     return work + (int)(weft__engine_events - events0);
 }
 
