@@ -10,12 +10,8 @@
  * are skipped while it has one.
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "device.h"
 #include "weft_internal.h"
@@ -78,7 +74,7 @@ static void h_flag_set(weft__flag_t *f)
 {
     /* release: see h_flag_test. */
     atomic_store_explicit(f->word, 1, memory_order_release);
-    syscall(SYS_futex, (uint32_t *)f->word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
+    weft__futex_wake(f->word);
 }
 
 /* Stream thread: wait until f is set. A stream waits on a flag only for a
@@ -101,8 +97,7 @@ static void flag_block(weft__flag_t *f)
         }
         weft__engine_wake(); /* the engine carries on while this thread sleeps */
         long us = weft__cfg.max_sleep_us > 0 ? weft__cfg.max_sleep_us : 50;
-        struct timespec ts = {0, us * 1000L};
-        syscall(SYS_futex, (uint32_t *)f->word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+        weft__futex_wait(f->word, 0, us * 1000L);
         idle = idle >= 64 ? 0 : idle + 1; /* then help again */
     }
 }

@@ -1,6 +1,8 @@
-/* init.c - weft_init / weft_finalize, global state, clocks, MPI error text. */
+/* init.c - weft_init / weft_finalize, global state, clocks, futexes, MPI error text. */
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +26,18 @@ double weft__now_coarse(void)
 #else
     return weft__now();
 #endif
+}
+
+void weft__futex_wait(_Atomic uint32_t *word, uint32_t expected, long timeout_ns)
+{
+    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, timeout_ns > 0 ? &ts : NULL,
+            NULL, 0);
+}
+
+void weft__futex_wake(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
 weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int line)

@@ -6,13 +6,9 @@
  * released, so a stale copy of a handle is recognised (WEFT_ERR_INVALID_REQUEST)
  * instead of touching someone else's operation.
  */
-#include <linux/futex.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "weft_internal.h"
 
@@ -155,14 +151,7 @@ void weft__op_complete(weft__op_t *op, weft_status_t status)
      * add a fifth to a small allreduce. */
     uint32_t old = atomic_exchange_explicit(&op->done, OP_DONE, memory_order_acq_rel);
     if (old == OP_SLEEPER)
-        syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
-}
-
-static inline void cpu_relax_wait(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
+        weft__futex_wake(&op->done);
 }
 
 static bool is_done(weft__op_t *op)
@@ -207,24 +196,23 @@ void weft__op_wait_done(weft__op_t *op)
         if ((++idle & 15) == 0 && clock() > t_end) break;
         /* w < 0: the lock holder may be preempted; let it run. */
         if (w < 0 || weft__g.oversubscribed) sched_yield();
-        else for (int k = 0; k < pauses; k++) cpu_relax_wait();
+        else for (int k = 0; k < pauses; k++) weft__cpu_relax();
     }
     weft__engine_waiter(-1);
-    /* Ops of other threads still in flight: the engine, napping while we
-     * drove, takes them back. */
-    if (is_done(op) && weft__engine_inflight() > 0) weft__engine_wake();
-    if (is_done(op)) return;
+    /* Ops still in flight - other threads', or this one handed over - go back
+     * to the engine (a napping engine resumes by itself within its nap). */
+    const bool done = is_done(op);
+    if (!done || weft__engine_inflight() > 0) weft__engine_wake();
+    if (done) return;
     /* Hand over: the engine stays awake while ops are in flight and wakes
      * this futex when the op completes; the timeout is only a safety net. */
-    weft__engine_wake();
     while (!is_done(op)) {
         uint32_t running = 0;
         /* announce the sleeper; fails if done (exit) or already announced */
         atomic_compare_exchange_strong_explicit(&op->done, &running, OP_SLEEPER,
                                                 memory_order_acq_rel, memory_order_acquire);
         if (is_done(op)) break;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        syscall(SYS_futex, (uint32_t *)&op->done, FUTEX_WAIT_PRIVATE, OP_SLEEPER, &ts, NULL, 0);
+        weft__futex_wait(&op->done, OP_SLEEPER, 10 * 1000 * 1000L);
     }
 }
 

@@ -22,6 +22,16 @@
 #define WEFT__LIKELY(x) __builtin_expect(!!(x), 1)
 #define WEFT__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/** One pause of a polling loop (x86 `pause`: frees the core's pipeline for a
+ * sibling hyperthread and slows the loop's loads of a line another core
+ * writes). Any thread. */
+static inline void weft__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 /* ---- configuration (read once in weft_init; see lib/config.c) --------- */
 typedef struct weft__config {
     weft_algo_t force_algo[WEFT_COLL_COUNT]; /* WEFT_<COLL>_ALGO, AUTO if unset */
@@ -179,8 +189,6 @@ typedef struct weft__transport {
 #define WEFT__COLL_TAG_MASK ((1u << WEFT__COLL_TAG_BITS) - 1u)
 
 extern const weft__transport_t weft__transport_mpi;
-/** The transport for a new communicator (WEFT_TRANSPORT). NULL with *st set
- * when the one asked for is unavailable. Caller thread (comm creation). */
 /** NULL when the UCX backend is not built. */
 const weft__transport_t *weft__transport_ucx(void);
 /**
@@ -315,7 +323,7 @@ struct weft__op {
     _Alignas(16) unsigned char priv[WEFT__PRIV_BYTES]; /* algorithm-private state */
 
     /* -- completion (see lib/request.c) -- */
-    _Atomic uint32_t done;   /* futex word: 0 running, 1 complete */
+    _Atomic uint32_t done;   /* futex word: 0 running, then complete (lib/request.c) */
     weft_status_t status;    /* written before done = 1 (release) */
     int detached;            /* no request handle: freed by the engine */
 };
@@ -540,6 +548,11 @@ double weft__now(void);
 /** The same clock at the kernel tick's resolution (a few ms), several times
  * cheaper to read: for the watchdog, which every progress pass checks. */
 double weft__now_coarse(void);
+/** Sleep while *word == expected, at most timeout_ns (0: no limit), or until
+ * woken; returns early on a signal too, so callers re-check. Any thread. */
+void weft__futex_wait(_Atomic uint32_t *word, uint32_t expected, long timeout_ns);
+/** Wake every thread sleeping on word. Any thread. */
+void weft__futex_wake(_Atomic uint32_t *word);
 
 /* ---- check macros (log once where found, then propagate) ------------------ */
 weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int line);

@@ -21,37 +21,15 @@
  *    spinning beside it: one poller per process.
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "weft_internal.h"
-
-/* ---- futex helpers -------------------------------------------------------- */
-static void futex_wait(_Atomic uint32_t *addr, uint32_t expected, long timeout_ns)
-{
-    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, timeout_ns > 0 ? &ts : NULL,
-            NULL, 0);
-}
-
-static void futex_wake_all(_Atomic uint32_t *addr)
-{
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
 
 /* ---- state ------------------------------------------------------------------ */
 /* Fields written by different threads sit on separate cache lines: callers
@@ -102,7 +80,7 @@ void weft__engine_wake(void)
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&E.sleeping, memory_order_relaxed) == SLEEP_DEEP) {
         atomic_fetch_add_explicit(&E.wake, 1, memory_order_release);
-        futex_wake_all(&E.wake);
+        weft__futex_wake(&E.wake);
     }
 }
 
@@ -285,7 +263,7 @@ void weft__engine_backoff(unsigned idle)
 {
     unsigned spin = (unsigned)spin_limit();
     if (idle < spin) {
-        cpu_relax();
+        weft__cpu_relax();
     } else if (!weft__g.oversubscribed) {
         sched_yield();
     } else {
@@ -326,7 +304,7 @@ static void *engine_main(void *arg)
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
             atomic_store_explicit(&E.sleeping, SLEEP_NAP, memory_order_seq_cst);
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
-                futex_wait(&E.wake, seen, 20 * 1000L); /* a submission ends the nap */
+                weft__futex_wait(&E.wake, seen, 20 * 1000L); /* not begun if one is pending */
             atomic_store_explicit(&E.sleeping, SLEEP_NONE, memory_order_relaxed);
             continue;
         }
@@ -351,7 +329,7 @@ static void *engine_main(void *arg)
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL &&
                 !atomic_load_explicit(&E.stop, memory_order_acquire) &&
                 weft__engine_inflight() == 0)
-                futex_wait(&E.wake, seen, 0);
+                weft__futex_wait(&E.wake, seen, 0);
             atomic_store_explicit(&E.sleeping, SLEEP_NONE, memory_order_relaxed);
             idle = 0;
             last_work = -1;
