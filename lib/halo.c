@@ -41,7 +41,6 @@ typedef struct halo_dir {
     /* the exchange in flight: its strided messages, when the transport packs
      * them itself (isend_dt / irecv_dt) instead of the staging buffer */
     weft__xfer_dt_t sdt, rdt;
-    int rdt_on;
 } halo_dir_t;
 
 struct weft_halo_plan {
@@ -94,7 +93,8 @@ static weft_status_t halo_step(weft__op_t *op)
         halo_dir_t *d = &pl->dir[k];
         if (d->from < 0) continue;
         if (op->user_tag == MODE_FILL) {
-            if (d->halo_m_at == SIZE_MAX && !d->rdt_on)
+            /* strided halo: staged, unless the transport unpacked it in place */
+            if (d->halo_m_at == SIZE_MAX && op->comm->tp->irecv_dt == NULL)
                 weft__halo_unpack(op->recvbuf, &pl->layout, &d->halo_m, pl->stage + d->roff);
         } else {
             weft__halo_unpack_add(op->recvbuf, &pl->layout, &d->inner_m, pl->stage + d->roff);
@@ -111,13 +111,11 @@ static weft_status_t halo_start(weft__op_t *op)
     for (int k = 0; k < pl->ndir; k++) {
         halo_dir_t *d = &pl->dir[k];
         const weft__halo_region_t *r = fill ? &d->halo_m : &d->inner_m;
-        d->rdt_on = 0;
         if (d->from < 0 || r->bytes == 0) continue;
         if (fill && d->halo_m_at == SIZE_MAX && tp->irecv_dt != NULL) {
             /* strided: the transport unpacks each fragment in place (not when
              * accumulating: a fragment may end inside an element) */
             dt_set(&d->rdt, op->recvbuf, &pl->layout, r);
-            d->rdt_on = 1;
             WEFT__CHECK(weft__coll_irecv_dt(op, &d->rdt, d->from));
             continue;
         }
