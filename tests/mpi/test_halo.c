@@ -285,8 +285,6 @@ static void sweep(mt_ctx_t *t)
                         cases++;
                     }
     /* a plan from an MPI_Cart communicator */
-    int grids2[8][4];
-    grids_for(t->size, grids2);
     for (int per = 0; per < 2; per++) {
         cfg_t c;
         memset(&c, 0, sizeof c);
@@ -301,15 +299,18 @@ static void sweep(mt_ctx_t *t)
         run_cfg(t, &c, 0, 1);
         cases++;
     }
-    /* Faces of tens of KiB in both dimensions, strided in the fastest one: a
-     * transport that packs its own fragments (UCX) cuts them inside rows and
-     * inside elements. 16 channels, widths 2 and 1, both modes. */
+    /* Faces of tens of KiB in both dimensions (periodic: every rank exchanges
+     * both, on any grid), strided in the fastest one, so that a transport that
+     * packs its own fragments (UCX) may cut them inside rows and elements
+     * (tests/unit/test_halo_pack.c cuts them every way). 16 channels, widths 2
+     * and 1, both modes. */
     for (int mode = 0; mode < 2; mode++) {
         cfg_t c;
         memset(&c, 0, sizeof c);
         c.nd = 2;
         c.grid[0] = t->size == 4 ? 2 : 1;
         c.grid[1] = t->size == 4 ? 2 : t->size;
+        c.periodic[0] = c.periodic[1] = 1;
         c.wlo[0] = c.whi[0] = 1;
         c.wlo[1] = c.whi[1] = 2;
         c.G[0] = 301 * (size_t)c.grid[0];
