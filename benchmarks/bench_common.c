@@ -254,7 +254,7 @@ void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
         "%s%s"
         "Options:\n"
         "  -m MIN:MAX | -m MAX  message sizes in bytes, doubling from MIN (suffix K, M, G;\n"
-        "                       default 4:16777216)\n"
+        "                       default %zu:%zu)\n"
         "  -i ITERS             timed iterations per size and variant (default: 1000 up to\n"
         "                       8 KiB, 100 above, capped by --budget)\n"
         "  -x WARMUP            warm-up iterations per size and variant (default: 100 up\n"
@@ -270,7 +270,9 @@ void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
         "  --quiet              no progress lines on stderr\n"
         "  -h, --help           this text\n"
         "%s",
-        spec->prog, spec->what ? spec->what : "", spec->what ? "\n" : "", BENCH_MAX_ROUNDS,
+        spec->prog, spec->what ? spec->what : "", spec->what ? "\n" : "",
+        spec->min_bytes ? spec->min_bytes : BENCH_DEFAULT_MIN,
+        spec->max_bytes ? spec->max_bytes : BENCH_DEFAULT_MAX, BENCH_MAX_ROUNDS,
         spec->extra_usage ? spec->extra_usage : "");
 }
 
@@ -361,8 +363,8 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
 int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec, bench_opts_t *o)
 {
     memset(o, 0, sizeof *o);
-    o->min_bytes = spec->min_bytes ? spec->min_bytes : 4;
-    o->max_bytes = spec->max_bytes ? spec->max_bytes : 16777216;
+    o->min_bytes = spec->min_bytes ? spec->min_bytes : BENCH_DEFAULT_MIN;
+    o->max_bytes = spec->max_bytes ? spec->max_bytes : BENCH_DEFAULT_MAX;
     o->iters = 0;
     o->warmup = -1;
     o->rounds = 5;
@@ -443,8 +445,9 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
         if (arg[0] == '-') return usage_error(b, spec, "unknown option '%s'", arg);
         return usage_error(b, spec, "unexpected argument '%s'", arg);
     }
-    size_t esz = weft_datatype_size(o->dtype);
-    if (esz == 0) return usage_error(b, spec, "datatype not supported by this Weft build");
+    if (weft_datatype_size(o->dtype) == 0)
+        return usage_error(b, spec, "datatype not supported by this Weft build");
+    size_t esz = spec->bytes_only ? 1 : weft_datatype_size(o->dtype);
     if (o->max_bytes < esz)
         return usage_error(b, spec, "-m: MAX %zu is smaller than one %s element (%zu bytes)",
                            o->max_bytes, weft_datatype_name(o->dtype), esz);

@@ -113,13 +113,18 @@ enum {
 };
 typedef int (*bench_extra_fn)(void *ud, const char *name, const char *value);
 
+#define BENCH_DEFAULT_MIN 4
+#define BENCH_DEFAULT_MAX 16777216
+
 typedef struct bench_spec {
     const char *prog;         /* program name for messages */
     const char *what;         /* one line saying what it measures */
     const char *extra_usage;  /* lines describing the program's own options, or NULL */
     bench_extra_fn extra;     /* the program's own long options, or NULL */
     void *extra_ud;
-    size_t min_bytes, max_bytes; /* the program's default -m (0: 4 B and 16 MiB) */
+    size_t min_bytes, max_bytes; /* the program's default -m (0: BENCH_DEFAULT_MIN/MAX) */
+    int bytes_only;              /* messages of bytes whatever -T says: sizes are not
+                                  * rounded up to whole elements */
 } bench_spec_t;
 
 /* bench_parse results. */

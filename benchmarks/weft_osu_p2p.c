@@ -244,11 +244,13 @@ int main(int argc, char **argv)
                                         "  --window W           sends in flight for bandwidth (default 64, "
                                         "at most 1024)\n"
                                         "  --mpi-thread         an extra thread polls MPI (MPI_Iprobe) all along\n"
-                                        "  (default -m 1:4M here; MIN = 1 also times 0-byte latency)\n",
+                                        "  (MIN = 1 also times 0-byte latency; -T is not used: messages "
+                                        "are bytes)\n",
                          .extra = parse_extra,
                          .extra_ud = &e,
-                         .min_bytes = 1,
-                         .max_bytes = 4u << 20}; /* default -m: osu_latency's range */
+                         .min_bytes = 1, /* default -m: osu_latency's range */
+                         .max_bytes = 4u << 20,
+                         .bytes_only = 1};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (b.size < 2) {

@@ -10,10 +10,11 @@
  *
  * lat: ping-pong between ranks 0 and 1 (weft_send/weft_recv, MPI_Send/MPI_Recv),
  * half the round trip, as osu_latency (ranks above 1 only take part in the
- * timing barriers). allreduce: weft_allreduce with Weft's automatic algorithm
- * choice on each communicator, and MPI_Allreduce (SUM, -T TYPE, float32 by
- * default). Default -m 4:64K. Needs a build with the UCX transport (exit 77
- * without: there is nothing to compare).
+ * timing barriers). allreduce: weft_allreduce on each communicator, with each
+ * one's automatic algorithm choice (or -a ALGO on both; the algorithm column
+ * names both when they differ, MPI transport's first), and MPI_Allreduce (SUM,
+ * -T TYPE, float32 by default). Default -m 4:64K. Needs a build with the UCX
+ * transport (exit 77 without: there is nothing to compare).
  */
 #include <math.h>
 #include <stdio.h>
@@ -129,11 +130,20 @@ static int run_size(state_t *s, const bench_opts_t *o, bench_csv_t *csv, int lat
     double us[3];
     for (int k = 0; k < 3; k++) us[k] = lat ? r[k].median_us / 2 : r[k].median_us;
     double ratio = us[0] > 0 ? us[1] / us[0] : NAN;
-    weft_algo_t algo = WEFT_ALGO_AUTO;
-    const char *aname = "linear";
-    if (!lat && weft_query_algo(s->comm[1], WEFT_COLL_ALLREDUCE, s->count, s->dt, &algo) ==
+    /* Each communicator chooses for itself (its own alpha/beta): both names
+     * when they differ, as "MPI-transport's/UCX's". */
+    char aname[64] = "-";
+    if (!lat) {
+        const char *n[2] = {"?", "?"};
+        for (int k = 0; k < 2; k++) {
+            weft_algo_t algo = WEFT_ALGO_AUTO;
+            if (weft_query_algo(s->comm[k], WEFT_COLL_ALLREDUCE, s->count, s->dt, &algo) ==
                     WEFT_SUCCESS && weft_algo_name(algo))
-        aname = weft_algo_name(algo);
+                n[k] = weft_algo_name(algo);
+        }
+        if (strcmp(n[0], n[1]) == 0) snprintf(aname, sizeof aname, "%s", n[0]);
+        else snprintf(aname, sizeof aname, "%s/%s", n[0], n[1]);
+    }
     bench_printf(s->b, "%-10zu%14.3f%14.3f%14.3f%12.3f  %s\n", s->bytes, us[0], us[1], us[2], ratio,
                  aname);
     bench_csv_row(csv, "%s,%zu,%.4f,%.4f,%.4f,%.4f,%s", lat ? "latency" : "allreduce", s->bytes,
@@ -154,7 +164,7 @@ int main(int argc, char **argv)
                          .what = "Weft over the MPI transport and over UCX (a communicator each, same "
                                  "processes) and plain MPI, interleaved in one run.",
                          .extra_usage = "  --test lat|allreduce|both   what to time (default both)\n"
-                                        "  (default -m 4:64K here)\n",
+                                        "  (-a forces the allreduce algorithm on both communicators)\n",
                          .extra = parse_extra,
                          .extra_ud = &mode,
                          .min_bytes = 4,
@@ -193,6 +203,13 @@ int main(int argc, char **argv)
             bench_error(&b, "weft_comm_create_ex(%s): %s (%s)", weft_transport_name(tp[k]),
                         weft_status_name(st), weft_strerror(st));
             rc = 1;
+            goto out_comms;
+        }
+        if (o.algo_given &&
+            (st = weft_comm_set_algo(s.comm[k], WEFT_COLL_ALLREDUCE, o.algo)) != WEFT_SUCCESS) {
+            bench_error(&b, "-a %s: %s (%s)", weft_algo_name(o.algo) ? weft_algo_name(o.algo) : "?",
+                        weft_status_name(st), weft_strerror(st));
+            rc = 2;
             goto out_comms;
         }
     }
