@@ -54,7 +54,9 @@ int loom_error(int status, const char *fmt, ...)
 #endif
     ;
 
-/* Sets the OpenBLAS thread count: the only thread setting of Loom. */
+/* Sets how many threads Loom's kernels use (the caller's included): Loom
+ * splits the work itself and keeps OpenBLAS to one thread. The only thread
+ * setting of Loom. */
 void loom_set_threads(int n);
 int loom_get_threads(void);
 double loom_now(void); /* monotonic seconds */

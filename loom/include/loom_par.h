@@ -77,7 +77,7 @@ int loom_dp_finish(loom_dp_t *dp);
 /* Switches between overlap and blocking for the following steps (the
  * bucket plan stays).  LOOM_ERR_INVALID for an unknown mode, and while a
  * step is in progress: after loom_dp_begin until loom_dp_finish has
- * returned, or while a bucket's all-reduction is in flight.  Every rank of
+ * returned (no bucket's all-reduction is in flight otherwise).  Every rank of
  * the communicator must switch at the same step.  Thread: the training
  * thread, like every loom_dp_* function. */
 int loom_dp_set_mode(loom_dp_t *dp, loom_dp_mode_t mode);

@@ -62,7 +62,7 @@ static const char *dps_usage =
     "  --warmup W       untimed rounds before them (default 5)\n"
     "  --speedup S[,S]  device compute = CPU time / S; a list prints one row each (default 1)\n"
     "  --calib N        CPU forward+backward steps measured for the schedule (default 5)\n"
-    "  --threads T      OpenBLAS threads of the calibration (default 1)\n"
+    "  --threads T      Loom threads of the calibration (OpenBLAS runs on 1; default 1)\n"
     "  --seed N         weights and synthetic input (default 1)\n"
     "  --csv FILE       also write the rows as CSV (header row first)\n"
     "  mesh: --mesh-size N (multiple of 8, default 128) --width X (default 0.125)\n"
@@ -437,7 +437,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
         printf("# bucket plan: --bucket-mb %g (%zu bytes) -> buckets: %d\n", a->bucket_mb,
                dd.bucket_bytes, loom_dp_num_buckets(dp));
         loom_dp_print_algos(dp, stdout);
-        printf("# schedule: %d CPU forward+backward steps per rank after 1 warm-up (OpenBLAS "
+        printf("# schedule: %d CPU forward+backward steps per rank after 1 warm-up (Loom "
                "threads: %d), per-layer medians, maximum over ranks: forward %.2f ms + backward "
                "%.2f ms over %d layers = %.2f ms per step on the CPU\n",
                a->calib, a->threads, sc.fwd * 1e3, bwd_total * 1e3, sc.nops,

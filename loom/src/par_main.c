@@ -437,30 +437,29 @@ static int run_mesh(run_t *r, const pargs_t *a)
                 fprintf(stderr, "loom: %s holds %d samples of %dx%d cells; --mesh-size is %d and "
                                 "--test-samples %d (the last samples are the test set)\n",
                         a->mesh_file, set.count, set.h, set.w, N, a->test_samples);
-            loom_mesh_set_free(&set);
-            return EXIT_USAGE;
+            rc = EXIT_USAGE;
+            goto out;
         }
         train_count = set.count - a->test_samples;
     }
     /* each group trains on its shard of the samples */
     int per_group = train_count / D, steps = per_group / B;
     if (a->memory_probe) {
-        if (setup_common(r, a, 1) < 0)
-            return run_fail(r, "setup");
-        return mesh_memory_probe(r, a, th, tw);
+        rc = setup_common(r, a, 1) < 0 ? run_fail(r, "setup") : mesh_memory_probe(r, a, th, tw);
+        goto out;
     }
     if (steps < 1) {
         if (r->rank == 0)
             fprintf(stderr, "loom: %d training samples are less than one step of %d groups x batch %d\n",
                     train_count, D, B);
-        loom_mesh_set_free(&set);
-        return EXIT_USAGE;
+        rc = EXIT_USAGE;
+        goto out;
     }
     if (a->steps && a->steps < steps)
         steps = a->steps;
     if (setup_common(r, a, (long)steps * a->epochs) < 0) {
-        loom_mesh_set_free(&set);
-        return run_fail(r, "setup");
+        rc = run_fail(r, "setup");
+        goto out;
     }
     double tg = loom_now();
     int test_per_group = (a->test_samples / D / B) * B;
@@ -473,7 +472,7 @@ static int run_mesh(run_t *r, const pargs_t *a)
         rc = run_fail(r, "preparing the mesh data");
         goto out;
     }
-    loom_mesh_set_free(&set);
+    loom_mesh_set_free(&set); /* the tiles hold what this rank needs: free it now */
     if (r->rank == 0) {
         printf("# loom train: model mesh %dx%d width %g, %zu parameters, %.1f MFLOPs/sample; "
                "%d ranks = %d sample groups x spatial %dx%d (tile %dx%d); batch %d per group "
