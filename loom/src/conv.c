@@ -149,12 +149,10 @@ size_t loom_conv_workspace(const loom_conv_desc_t *d, int n, int h, int w)
 
 typedef struct {
     const loom_conv_desc_t *d;
-    loom_conv_desc_t dt; /* flipped_desc(d) when corr */
     int n, h, w, ho, wo, G, cg, cog, nb, corr;
-    int dwflip;          /* private weight gradients in the flipped layout */
     size_t K, P, HW, nw;
     ws_layout_t L;
-    const float *x, *weight, *dy, *wflip;
+    const float *x, *weight, *dy;
     float *y, *dx, *dweight, *dbias, *ws;
     int accum_dx;
     int bwd_nt; /* threads that ran backward with private weight gradients */
@@ -311,9 +309,12 @@ static void job_init(conv_job_t *j, const loom_conv_desc_t *d, int n, int h, int
     j->L = ws_layout(d, h, w, j->K, j->P, j->nb, nt);
     j->ws = ws;
     j->corr = dx_by_correlation(d);
-    if (j->corr)
-        j->dt = flipped_desc(d);
 }
+
+/* Backward through the flipped weights (flip_task wrote them to the shared
+ * workspace): dx by correlation, with the private weight gradients in the
+ * flipped layout. */
+static int flipped(const conv_job_t *j) { return j->corr && j->dx; }
 
 static float *thread_ws(const conv_job_t *j, int tid)
 {
@@ -460,7 +461,7 @@ static void bwd_task(void *arg, int tid, int nt)
     if (tid == 0)
         ((conv_job_t *)arg)->bwd_nt = nt;
     if (j->dweight) {
-        if (nt > 1 || j->dwflip) {
+        if (nt > 1 || flipped(j)) {
             dw = base + j->L.dw;
             memset(dw, 0, sizeof(float) * j->nw);
         } else {
@@ -491,8 +492,9 @@ static void bwd_task(void *arg, int tid, int nt)
             const float *dyc = j->dy + (s0 * d->cout + (size_t)g * cog) * P;
             const float *xc = j->x + (s0 * d->cin + (size_t)g * cg) * HW;
             float *dxc = j->dx ? j->dx + (s0 * d->cin + (size_t)g * cg) * HW : NULL;
-            if (j->dwflip) {
-                im2col(&j->dt, dyc, d->cout * P, m, j->ho, j->wo, j->h, j->w, cog, aux, ldx);
+            if (flipped(j)) {
+                const loom_conv_desc_t dt = flipped_desc(d);
+                im2col(&dt, dyc, d->cout * P, m, j->ho, j->wo, j->h, j->w, cog, aux, ldx);
                 if (dw) {
                     /* x of the m samples as a cg x ldx matrix */
                     const float *xsrc = xc;
@@ -508,7 +510,7 @@ static void bwd_task(void *arg, int tid, int nt)
                                 1.0f, aux, (int)ldx, xsrc, (int)ldb, 1.0f, dw + (size_t)g * cog * K,
                                 cg);
                 }
-                const float *wf = j->wflip + (size_t)g * cg * cog * kk;
+                const float *wf = j->ws + (size_t)g * cg * cog * kk; /* flip_task's */
                 if (m == 1) {
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cg, (int)HW, cog * kk,
                                 1.0f, wf, cog * kk, aux, (int)ldx, j->accum_dx ? 1.0f : 0.0f, dxc,
@@ -548,7 +550,7 @@ static void bwd_task(void *arg, int tid, int nt)
 }
 
 /* dweight += the threads' private sums, in thread order (deterministic),
- * turned from the flipped layout [g][co][kh-1-i][kw-1-j][ci] when dwflip. */
+ * turned from the flipped layout [g][co][kh-1-i][kw-1-j][ci] when flipped(). */
 static void reduce_task(void *arg, int tid, int nt)
 {
     const conv_job_t *j = arg;
@@ -557,7 +559,7 @@ static void reduce_task(void *arg, int tid, int nt)
     loom__range(j->nw, tid, nt, &b, &e);
     for (int t = 0; t < j->bwd_nt; t++) {
         const float *src = thread_ws(j, t) + j->L.dw;
-        if (!j->dwflip) {
+        if (!flipped(j)) {
             for (size_t i = b; i < e; i++)
                 j->dweight[i] += src[i];
             continue;
@@ -582,12 +584,9 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w, const fl
         j.dbias = dbias;
         loom__parallel(bias_task, &j);
     }
-    if (dx && j.corr) {
+    if (flipped(&j))
         loom__parallel(flip_task, &j);
-        j.wflip = ws;
-        j.dwflip = 1;
-    }
     loom__parallel(bwd_task, &j);
-    if (dweight && (j.bwd_nt > 1 || j.dwflip))
+    if (dweight && (j.bwd_nt > 1 || flipped(&j)))
         loom__parallel(reduce_task, &j);
 }
