@@ -5,8 +5,9 @@
  * Cost (per sample, forward): 2 * cout * (cin/groups) * kh * kw * ho * wo
  * FLOPs in sgemm, plus an im2col copy of (cin*kh*kw) * ho*wo floats.
  * Backward: twice the forward FLOPs (weight gradient and data gradient).
- * Stride 1: one im2col of dy, which feeds both products (dx_by_correlation,
- * bwd_task); strided: one im2col of x and one col2im.
+ * Stride 1 with dx wanted (pad <= dil*(k-1), not 1x1): one im2col of dy, which
+ * feeds both products (dx_by_correlation, bwd_task); otherwise one im2col of
+ * x and, for dx, one col2im.
  *
  * Several samples are packed side by side in one column matrix (K rows,
  * nb*P columns) so that the sgemm is wide enough on small images; a 1x1
