@@ -31,7 +31,7 @@ static const char *usage_text =
     "  --model NAME        resnet8|resnet20|resnet32|resnet(6k+2)|resnet18|resnet34|resnet50\n"
     "                      (default resnet20)\n"
     "  --batch N           batch size (default 128; bench 32)\n"
-    "  --threads N         OpenBLAS threads, Loom's single thread setting (default 2)\n"
+    "  --threads N         Loom's threads (OpenBLAS runs on 1), its single thread setting (default 2)\n"
     "  --seed N            seed of weights, shuffling, augmentation, dropout (default 1)\n"
     "  --data NAME         fashion-mnist (default) or synthetic\n"
     "  --data-dir DIR      IDX files (default " LOOM_FASHION_MNIST_DIR ")\n"
