@@ -1,0 +1,288 @@
+/*
+ * ucx_raw_lat - UCX's own point-to-point latency on a worker of this
+ * program's, against MPI_Send/MPI_Recv, interleaved in the same two processes
+ * (median over rounds, as every Weft benchmark). No Weft code runs in the
+ * timed loops: this is the floor that Weft's UCX transport builds on, taken
+ * beside MPI's, so that the difference between Weft over UCX and Weft over MPI
+ * (weft_osu_transports) can be split into what Weft adds and what UCX itself
+ * costs on a worker other than MPICH's (doc/benchmarks_ucx.md).
+ *
+ *   mpiexec -n 2 ucx_raw_lat [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-r ROUNDS] [--csv FILE]
+ *
+ * The UCX side: one context (UCP_FEATURE_TAG) and one worker
+ * (UCS_THREAD_MODE_SERIALIZED), an endpoint to the peer from worker addresses
+ * exchanged over MPI, ucp_tag_send_nbx / ucp_tag_recv_nbx (full tag mask),
+ * each request polled to completion with ucp_worker_progress on the main
+ * thread - the calls Weft's UCX transport makes, without its engine. Ranks
+ * above 1 only join the timing barriers. Exit 77 on one rank.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ucp/api/ucp.h>
+
+#include "bench_common.h"
+
+#define RAW_TAG 0x5eedULL
+#define MPI_TAG_DATA 3
+
+typedef struct raw {
+    bench_ctx_t *b;
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    ucp_ep_h ep;
+    size_t bytes;
+    char *sbuf[2], *rbuf[2]; /* [0] UCX, [1] MPI */
+    int failed;              /* a UCX call failed (reported once) */
+} raw_t;
+
+static int ucx_fail(raw_t *r, const char *what, ucs_status_t s)
+{
+    if (!r->failed) bench_error(r->b, "%s (%zu bytes): %s", what, r->bytes, ucs_status_string(s));
+    r->failed = 1;
+    return 1;
+}
+
+/* Poll a request to completion on the main thread; 0 on success. */
+static int wait_req(raw_t *r, ucs_status_ptr_t req, const char *what)
+{
+    if (req == NULL) return 0;
+    if (UCS_PTR_IS_ERR(req)) return ucx_fail(r, what, UCS_PTR_STATUS(req));
+    ucs_status_t s;
+    while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS) ucp_worker_progress(r->worker);
+    ucp_request_free(req);
+    return s == UCS_OK ? 0 : ucx_fail(r, what, s);
+}
+
+static int ucx_send(raw_t *r)
+{
+    ucp_request_param_t p;
+    p.op_attr_mask = 0;
+    return wait_req(r, ucp_tag_send_nbx(r->ep, r->sbuf[0], r->bytes, RAW_TAG, &p),
+                    "ucp_tag_send_nbx");
+}
+
+static int ucx_recv(raw_t *r)
+{
+    ucp_request_param_t p;
+    ucp_tag_recv_info_t info;
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
+    p.recv_info.tag_info = &info;
+    return wait_req(r, ucp_tag_recv_nbx(r->worker, r->rbuf[0], r->bytes, RAW_TAG, UINT64_MAX, &p),
+                    "ucp_tag_recv_nbx");
+}
+
+static int mpi_step(raw_t *r, int send, int peer)
+{
+    int rc = send ? MPI_Send(r->sbuf[1], (int)r->bytes, MPI_BYTE, peer, MPI_TAG_DATA, r->b->mpi_comm)
+                  : MPI_Recv(r->rbuf[1], (int)r->bytes, MPI_BYTE, peer, MPI_TAG_DATA, r->b->mpi_comm,
+                             MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) return 0;
+    bench_error(r->b, "%s(%zu bytes) failed (MPI code %d)", send ? "MPI_Send" : "MPI_Recv", r->bytes,
+                rc);
+    return 1;
+}
+
+typedef struct side {
+    raw_t *r;
+    int mpi; /* 0: raw UCX, 1: MPI */
+} side_t;
+
+static int lat_run(void *ud, long iters, int round)
+{
+    side_t *d = ud;
+    raw_t *r = d->r;
+    (void)round;
+    const int me = r->b->rank;
+    if (me > 1) return 0;
+    for (long i = 0; i < iters; i++) {
+        for (int step = 0; step < 2; step++) {
+            const int send = (step == 0) == (me == 0); /* rank 0 sends first */
+            int rc = d->mpi ? mpi_step(r, send, 1 - me) : send ? ucx_send(r) : ucx_recv(r);
+            if (rc != 0) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Context, worker, endpoint to the peer (ranks 0 and 1). Collective. */
+static int raw_open(raw_t *r)
+{
+    const int me = r->b->rank;
+    int ok = 1;
+    ucp_config_t *config = NULL;
+    ucp_address_t *addr = NULL;
+    size_t addr_len = 0;
+    ucs_status_t s = ucp_config_read(NULL, NULL, &config);
+    if (s != UCS_OK) {
+        ok = !ucx_fail(r, "ucp_config_read", s);
+    } else {
+        ucp_params_t params;
+        memset(&params, 0, sizeof params);
+        params.field_mask = UCP_PARAM_FIELD_FEATURES;
+        params.features = UCP_FEATURE_TAG;
+        s = ucp_init(&params, config, &r->ctx);
+        ucp_config_release(config);
+        if (s != UCS_OK) ok = !ucx_fail(r, "ucp_init", s);
+    }
+    if (ok) {
+        ucp_worker_params_t wp;
+        memset(&wp, 0, sizeof wp);
+        wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+        wp.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+        s = ucp_worker_create(r->ctx, &wp, &r->worker);
+        if (s != UCS_OK) ok = !ucx_fail(r, "ucp_worker_create", s);
+    }
+    if (ok && (s = ucp_worker_get_address(r->worker, &addr, &addr_len)) != UCS_OK)
+        ok = !ucx_fail(r, "ucp_worker_get_address", s);
+
+    /* Exchange address lengths, then addresses (ranks 0 and 1). */
+    int all_ok = 0;
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, r->b->ctl) != MPI_SUCCESS || !all_ok) {
+        if (addr) ucp_worker_release_address(r->worker, addr);
+        return 1;
+    }
+    if (me <= 1) {
+        const int peer = 1 - me;
+        unsigned long mine = addr_len, theirs = 0;
+        int rc = MPI_Sendrecv(&mine, 1, MPI_UNSIGNED_LONG, peer, 0, &theirs, 1, MPI_UNSIGNED_LONG,
+                              peer, 0, r->b->ctl, MPI_STATUS_IGNORE);
+        void *peer_addr = rc == MPI_SUCCESS ? malloc(theirs ? theirs : 1) : NULL;
+        if (peer_addr == NULL) {
+            ok = 0;
+            bench_error(r->b, "address exchange failed (MPI code %d)", rc);
+        } else if ((rc = MPI_Sendrecv(addr, (int)addr_len, MPI_BYTE, peer, 1, peer_addr,
+                                      (int)theirs, MPI_BYTE, peer, 1, r->b->ctl,
+                                      MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
+            ok = 0;
+            bench_error(r->b, "address exchange failed (MPI code %d)", rc);
+        } else {
+            ucp_ep_params_t ep;
+            memset(&ep, 0, sizeof ep);
+            ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+            ep.address = peer_addr;
+            if ((s = ucp_ep_create(r->worker, &ep, &r->ep)) != UCS_OK)
+                ok = !ucx_fail(r, "ucp_ep_create", s);
+        }
+        free(peer_addr);
+    }
+    ucp_worker_release_address(r->worker, addr);
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, r->b->ctl) != MPI_SUCCESS) return 1;
+    return all_ok ? 0 : 1;
+}
+
+/* Flush and close the endpoint (progressing until done), then - once both
+ * sides closed - the worker and the context. Collective. */
+static void raw_close(raw_t *r)
+{
+    if (r->ep != NULL) {
+        ucp_request_param_t p;
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        p.flags = 0; /* flush mode */
+        ucs_status_ptr_t req = ucp_ep_close_nbx(r->ep, &p);
+        if (UCS_PTR_IS_ERR(req)) {
+            ucx_fail(r, "ucp_ep_close_nbx", UCS_PTR_STATUS(req));
+        } else if (req != NULL) {
+            ucs_status_t s;
+            while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS)
+                ucp_worker_progress(r->worker);
+            ucp_request_free(req);
+            if (s != UCS_OK) ucx_fail(r, "ucp_ep_close_nbx", s);
+        }
+    }
+    /* Every rank: keep answering the peer's close until all closed. */
+    MPI_Request barrier = MPI_REQUEST_NULL;
+    int rc = MPI_Ibarrier(r->b->ctl, &barrier), done = 0;
+    while (rc == MPI_SUCCESS && !done) {
+        rc = MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+        if (r->worker != NULL) ucp_worker_progress(r->worker);
+    }
+    if (rc != MPI_SUCCESS) bench_error(r->b, "closing: MPI barrier failed (MPI code %d)", rc);
+    if (r->worker != NULL) ucp_worker_destroy(r->worker);
+    if (r->ctx != NULL) ucp_cleanup(r->ctx);
+}
+
+int main(int argc, char **argv)
+{
+    bench_ctx_t b;
+    bench_opts_t o;
+    int rc = bench_init(&b, &argc, &argv);
+    if (rc != 0) return rc;
+    bench_spec_t spec = {.prog = "ucx_raw_lat",
+                         .what = "UCX's own ping-pong latency (a worker of its own, no Weft code) "
+                                 "and MPI_Send/MPI_Recv, interleaved in the same processes.",
+                         .min_bytes = 4,
+                         .max_bytes = 64u << 10,
+                         .bytes_only = 1};
+    rc = bench_parse(&b, argc, argv, &spec, &o);
+    if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
+    if (b.size < 2) {
+        if (b.rank == 0) fprintf(stderr, "ucx_raw_lat: needs 2 ranks\n");
+        return bench_finalize(&b, 77);
+    }
+    if (o.max_bytes > (size_t)INT32_MAX) {
+        if (b.rank == 0) fprintf(stderr, "ucx_raw_lat: -m MAX too large for MPI's int count\n");
+        return bench_finalize(&b, 2);
+    }
+
+    raw_t r = {.b = &b};
+    int ok = 1, all_ok = 0;
+    for (int k = 0; k < 2; k++) {
+        r.sbuf[k] = bench_alloc(o.max_bytes);
+        r.rbuf[k] = bench_alloc(o.max_bytes);
+        ok = ok && r.sbuf[k] && r.rbuf[k];
+    }
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
+        bench_error(&b, "cannot allocate 4 buffers of %zu bytes", o.max_bytes);
+        rc = 1;
+        goto out_free;
+    }
+    for (int k = 0; k < 2; k++) memset(r.sbuf[k], 0x5a + b.rank, o.max_bytes);
+    if (raw_open(&r) != 0) {
+        rc = 1;
+        goto out_close;
+    }
+
+    weft_transport_t tp = WEFT_TRANSPORT_DEFAULT;
+    (void)weft_comm_get_transport(b.comm, &tp);
+    bench_csv_t csv;
+    if (bench_csv_open(&b, &csv, o.csv_path, "size_bytes,ucx_raw_us,mpi_us,ucx_over_mpi") != 0) {
+        rc = 1;
+        goto out_close;
+    }
+    bench_print_header(&b, &o, "UCX's own latency beside MPI's (ucx_raw_lat)", NULL);
+    bench_printf(&b,
+                 "# UCX workers in each process, in creation order: MPICH's (MPI_Init), Weft's "
+                 "(only if bench_init's communicator runs over UCX: here %s), this program's\n"
+                 "# Latency (half round trip, us)\n%-10s%14s%14s%12s\n",
+                 weft_transport_name(tp), "# Size", "ucx-raw", "mpi", "ucx/mpi");
+    side_t sides[2] = {{&r, 0}, {&r, 1}};
+    BENCH_FOR_SIZES(&o, bytes)
+    {
+        r.bytes = bytes;
+        bench_variant_t v[2] = {{"ucx-raw", lat_run, &sides[0], NULL},
+                                {"mpi", lat_run, &sides[1], NULL}};
+        bench_result_t res[2];
+        bench_timing_t tm = bench_timing_for(&o, bytes);
+        if (bench_run_interleaved(&b, &tm, v, 2, res) != 0) {
+            bench_error(&b, "latency, %zu bytes failed", bytes);
+            rc = 1;
+            break;
+        }
+        const double u = res[0].median_us / 2, m = res[1].median_us / 2;
+        bench_printf(&b, "%-10zu%14.3f%14.3f%12.3f\n", bytes, u, m, m > 0 ? u / m : 0.0);
+        bench_csv_row(&csv, "%zu,%.4f,%.4f,%.4f", bytes, u, m, m > 0 ? u / m : 0.0);
+        bench_progress(&b, "ucx_raw_lat: %zu bytes done", bytes);
+    }
+    if (bench_csv_close(&csv) != 0) rc = 1;
+out_close:
+    raw_close(&r);
+out_free:
+    for (int k = 0; k < 2; k++) {
+        free(r.sbuf[k]);
+        free(r.rbuf[k]);
+    }
+    return bench_finalize(&b, rc);
+}
