@@ -3,8 +3,9 @@
  *
  * The host algorithms of lib/coll/ move bytes through a weft__transport_t.
  * This one drives the network through UCX directly: one UCP context and one
- * worker per process (created lazily by the first comm_open), an endpoint to
- * every peer of each communicator, and ucp_tag_send_nbx / ucp_tag_recv_nbx
+ * worker per process (created lazily by the first comm_open), one endpoint
+ * per peer process shared by the communicators (ucx_peer_t), and
+ * ucp_tag_send_nbx / ucp_tag_recv_nbx
  * with a 64-bit tag that names the communicator, the source rank and the
  * 32-bit Weft tag. Design notes: doc/ucx.md.
  *
@@ -54,8 +55,30 @@
 typedef struct ucx_comm {
     uint32_t id;     /* agreed comm id, < UCX_MAX_IDS */
     int size;
-    ucp_ep_h eps[];  /* one per rank (our own rank included: loopback) */
+    ucp_ep_h eps[];  /* one per rank (our own rank included: loopback); shared */
 } ucx_comm_t;
+
+/*
+ * Endpoints: one per peer worker, shared by every communicator that includes
+ * that peer (refs = how many do). UCX pairs the two sides' endpoints of a
+ * pair of workers in creation order; with an endpoint per communicator, two
+ * communicators created concurrently by different threads could pair
+ * crosswise (this side's endpoint of X with the peer's endpoint of Y), and
+ * closing X's endpoints then cancelled Y's requests ("Request canceled").
+ * An endpoint stays open, even with no communicator using it, until the
+ * worker is shut down (weft_finalize): closing it when the last communicator
+ * goes would race with another thread creating a communicator that needs it
+ * again, in an order that may differ between the two processes. There is
+ * at most one per peer process, so they do not accumulate. Guarded by the
+ * progress lock (weft__engine_lock), like every use of the worker; linear
+ * search (run at communicator creation and destruction only).
+ */
+typedef struct ucx_peer {
+    unsigned char *addr; /* the peer worker's address (the key) */
+    size_t len;
+    ucp_ep_h ep;
+    int refs;
+} ucx_peer_t;
 
 /* ---- process-wide state -------------------------------------------------- */
 /* g_lock serialises creating and destroying g_context/g_worker/g_addr. */
@@ -73,6 +96,11 @@ static int g_tested;
 /* Set (release) once g_worker is usable, cleared before it is destroyed: the
  * progress hook reads g_worker only after seeing it (acquire). */
 static _Atomic int g_ready;
+
+/* The shared endpoints (see ucx_peer_t), under the progress lock. */
+static ucx_peer_t *g_peers;
+static size_t g_npeers, g_cap_peers;
+static weft_status_t close_endpoints(ucp_ep_h *eps, int n, int force);
 
 /* g_id_lock guards the table of comm ids in use in this process. */
 static pthread_mutex_t g_id_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -244,6 +272,19 @@ void weft__transport_ucx_shutdown(void)
     g_init_failed = 0;
     pthread_mutex_unlock(&g_lock);
 
+    /* Every communicator is closed: no traffic is left on the endpoints, so
+     * they are closed at once (force), before the worker goes. */
+    if (g_worker != NULL) {
+        for (size_t i = 0; i < g_npeers; i++) {
+            ucp_ep_h ep = g_peers[i].ep;
+            (void)close_endpoints(&ep, 1, 1);
+        }
+    }
+    for (size_t i = 0; i < g_npeers; i++) free(g_peers[i].addr);
+    free(g_peers);
+    g_peers = NULL;
+    g_npeers = g_cap_peers = 0;
+
     pthread_mutex_lock(&g_id_lock);
     memset(g_id_used, 0, sizeof(g_id_used));
     g_id_next = 0;
@@ -317,8 +358,9 @@ static void id_release(uint32_t id)
 }
 
 /**
- * Close the endpoints eps[0..n) (non-NULL ones) in flush mode, progressing
- * the worker until every close completed (yielding the core between
+ * Close the endpoints eps[0..n) (non-NULL ones) in flush mode (force mode if
+ * force: weft_finalize's, with nothing in flight), progressing the worker
+ * until every close completed (yielding the core between
  * passes); a close still pending after UCX_CLOSE_TIMEOUT_S (a peer died) is
  * left to UCX, released when the worker is destroyed, and reported. Takes the
  * progress lock per pass (weft__engine_lock).
@@ -393,6 +435,67 @@ static weft_status_t close_endpoints(ucp_ep_h *eps, int n, int force)
     }
     free(reqs);
     return st;
+}
+
+/**
+ * The shared endpoint to the worker at addr[0..len): a new reference to the
+ * existing one, or a new endpoint (refs 1). Progress lock held.
+ */
+static weft_status_t peer_acquire(const unsigned char *addr, size_t len, int rank, ucp_ep_h *ep)
+{
+    for (size_t i = 0; i < g_npeers; i++) {
+        if (g_peers[i].len == len && memcmp(g_peers[i].addr, addr, len) == 0) {
+            g_peers[i].refs++;
+            *ep = g_peers[i].ep;
+            return WEFT_SUCCESS;
+        }
+    }
+    if (g_npeers == g_cap_peers) {
+        size_t cap = g_cap_peers ? 2 * g_cap_peers : 16;
+        ucx_peer_t *t = realloc(g_peers, cap * sizeof(*t));
+        if (t == NULL) return WEFT_ERR_NO_MEMORY;
+        g_peers = t;
+        g_cap_peers = cap;
+    }
+    unsigned char *key = malloc(len ? len : 1);
+    if (key == NULL) return WEFT_ERR_NO_MEMORY;
+    memcpy(key, addr, len);
+    ucp_ep_params_t eprm;
+    memset(&eprm, 0, sizeof(eprm));
+    eprm.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
+    eprm.address = (const ucp_address_t *)addr;
+    eprm.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    ucs_status_t s = ucp_ep_create(g_worker, &eprm, ep);
+    if (s != UCS_OK) {
+        free(key);
+        *ep = NULL;
+        WEFT__ERROR("UCX transport: ucp_ep_create to rank %d failed: %s", rank,
+                    ucs_status_string(s));
+        return WEFT_ERR_UCX;
+    }
+    g_peers[g_npeers++] = (ucx_peer_t){.addr = key, .len = len, .ep = *ep, .refs = 1};
+    return WEFT_SUCCESS;
+}
+
+/**
+ * Drop a communicator's references to eps[0..n) (non-NULL ones, set to NULL);
+ * the endpoints stay open for the next communicator (see ucx_peer_t).
+ * Caller thread.
+ */
+static void release_endpoints(ucp_ep_h *eps, int n)
+{
+    weft__engine_lock();
+    for (int i = 0; i < n; i++) {
+        if (eps[i] == NULL) continue;
+        for (size_t k = 0; k < g_npeers; k++) {
+            if (g_peers[k].ep == eps[i]) {
+                g_peers[k].refs--;
+                break;
+            }
+        }
+        eps[i] = NULL;
+    }
+    weft__engine_unlock();
 }
 
 /**
@@ -524,24 +627,15 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
     lst = WEFT_SUCCESS;
     weft__engine_lock();
     for (int i = 0; i < p && lst == WEFT_SUCCESS; i++) {
-        ucp_ep_params_t eprm;
-        memset(&eprm, 0, sizeof(eprm));
-        eprm.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
-                          UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
-        eprm.address = (const ucp_address_t *)(recs + (size_t)i * rec + sizeof(uint64_t));
-        eprm.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-        ucs_status_t s = ucp_ep_create(g_worker, &eprm, &uc->eps[i]);
-        if (s != UCS_OK) {
-            uc->eps[i] = NULL;
-            WEFT__ERROR("UCX transport: ucp_ep_create to rank %d failed: %s", i,
-                        ucs_status_string(s));
-            lst = WEFT_ERR_UCX;
-        }
+        const unsigned char *r = recs + (size_t)i * rec;
+        uint64_t len;
+        memcpy(&len, r, sizeof(len));
+        lst = peer_acquire(r + sizeof(uint64_t), (size_t)len, i, &uc->eps[i]);
     }
     weft__engine_unlock();
     st = agree_status(comm->mpi, lst, "endpoint creation");
     if (st < 0) {
-        (void)close_endpoints(uc->eps, p, 1);
+        release_endpoints(uc->eps, p);
         goto out;
     }
 
@@ -557,41 +651,24 @@ out:
 }
 
 /**
- * Close the UCX side: every rank waits until all ranks stopped sending on
- * it, closes its endpoints in flush mode (progressing until done), and keeps
- * progressing until every rank finished closing (a peer's flush may need our
- * answer). Collective over comm->mpi. Thread: the thread in weft_comm_destroy
- * or weft_finalize, after every op on comm completed. Errors are logged.
+ * Close the UCX side: every rank waits, progressing the worker (a peer may
+ * still need a protocol answer of ours to finish its last transfer), until
+ * all ranks stopped using the communicator, then drops its references to
+ * the shared endpoints (which stay open: see ucx_peer_t) and frees the id.
+ * Collective over comm->mpi. Thread: the thread in weft_comm_destroy or
+ * weft_finalize, after every op on comm completed. Errors are logged.
  */
 static void ucx_comm_close(weft__comm_t *comm)
 {
     ucx_comm_t *uc = comm->tp_state;
     if (uc == NULL) return;
     MPI_Request req = MPI_REQUEST_NULL;
-    int rc;
-
-    /* Nobody sends on this comm any more once every rank got here. */
-    rc = MPI_Ibarrier(comm->mpi, &req);
-    if (rc != MPI_SUCCESS) {
+    int rc = MPI_Ibarrier(comm->mpi, &req);
+    if (rc != MPI_SUCCESS)
         (void)weft__mpi_error(rc, "MPI_Ibarrier(UCX close)", __FILE__, __LINE__);
-        (void)close_endpoints(uc->eps, uc->size, 1);
-        goto out;
-    }
-    if (wait_progressing(&req) < 0) {
-        (void)close_endpoints(uc->eps, uc->size, 1);
-        goto out;
-    }
-
-    (void)close_endpoints(uc->eps, uc->size, 0);
-
-    /* Keep answering peers until all of them closed too. */
-    rc = MPI_Ibarrier(comm->mpi, &req);
-    if (rc != MPI_SUCCESS) {
-        (void)weft__mpi_error(rc, "MPI_Ibarrier(UCX close)", __FILE__, __LINE__);
-        goto out;
-    }
-    (void)wait_progressing(&req);
-out:
+    else
+        (void)wait_progressing(&req);
+    release_endpoints(uc->eps, uc->size);
     id_release(uc->id);
     free(uc);
     comm->tp_state = NULL;

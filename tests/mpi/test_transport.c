@@ -16,7 +16,7 @@
  *      progressed by the engine while the caller sits in MPI_Barrier;
  *   6. two communicators, same peers and tags: no cross-matching;
  *   7. two threads, each with its own communicator, exchanging concurrently;
- *      then two threads creating communicators concurrently (on two MPI
+ *      then (three rounds) two threads creating communicators concurrently (on two MPI
  *      duplicates) and exchanging on them;
  *   8. errors: invalid peer, and a message larger than the receive buffer,
  *      on a throw-away communicator.
@@ -349,30 +349,35 @@ static void test_threads(mt_ctx_t *t)
             MT_STATUS(t, weft_comm_destroy(args[i].comm), WEFT_SUCCESS,
                       "weft_comm_destroy (thread)");
 
-    /* Creation and destruction on the threads, concurrently. */
-    MPI_Comm dups[NT];
-    int ndup = 0;
-    for (int i = 0; i < NT; i++) {
-        if (MPI_Comm_dup(MPI_COMM_WORLD, &dups[i]) != MPI_SUCCESS) {
-            mt_error(t, "MPI_Comm_dup failed");
-            break;
-        }
-        ndup++;
-    }
-    if (ndup == NT) {
+    /* Creation and destruction on the threads, concurrently, three times: one
+     * thread's destroy then overlaps the other's traffic and the next
+     * creation (the endpoints the two communicators share must survive it). */
+    for (int round = 0; round < 3; round++) {
+        MPI_Comm dups[NT];
+        int ndup = 0;
         for (int i = 0; i < NT; i++) {
-            args[i] = (thr_arg_t){.t = t, .comm = NULL, .create_from = dups[i], .id = 10 + i,
-                                  .errors = 0};
-            started[i] = pthread_create(&th[i], NULL, thr_main, &args[i]) == 0;
-            MT_CHECK(t, started[i], "pthread_create (create) %d", i);
+            if (MPI_Comm_dup(MPI_COMM_WORLD, &dups[i]) != MPI_SUCCESS) {
+                mt_error(t, "MPI_Comm_dup failed");
+                break;
+            }
+            ndup++;
         }
-        for (int i = 0; i < NT; i++)
-            if (started[i]) pthread_join(th[i], NULL);
-        for (int i = 0; i < NT; i++)
-            MT_CHECK(t, args[i].errors == 0, "thread %d (own comm): %ld errors", i,
-                     args[i].errors);
+        if (ndup == NT) {
+            for (int i = 0; i < NT; i++) {
+                args[i] = (thr_arg_t){.t = t, .comm = NULL, .create_from = dups[i],
+                                      .id = 10 + 2 * round + i, .errors = 0};
+                started[i] = pthread_create(&th[i], NULL, thr_main, &args[i]) == 0;
+                MT_CHECK(t, started[i], "pthread_create (create) %d", i);
+            }
+            for (int i = 0; i < NT; i++)
+                if (started[i]) pthread_join(th[i], NULL);
+            for (int i = 0; i < NT; i++)
+                MT_CHECK(t, args[i].errors == 0, "round %d thread %d (own comm): %ld errors",
+                         round, i, args[i].errors);
+        }
+        for (int i = 0; i < ndup; i++) MPI_Comm_free(&dups[i]);
+        if (ndup != NT) break;
     }
-    for (int i = 0; i < ndup; i++) MPI_Comm_free(&dups[i]);
 }
 
 /* 8. errors on a throw-away communicator */
