@@ -60,7 +60,7 @@ typedef struct ucx_comm {
 
 /*
  * Endpoints: one per peer worker, shared by every communicator that includes
- * that peer (refs = how many do). UCX pairs the two sides' endpoints of a
+ * that peer. UCX pairs the two sides' endpoints of a
  * pair of workers in creation order; with an endpoint per communicator, two
  * communicators created concurrently by different threads could pair
  * crosswise (this side's endpoint of X with the peer's endpoint of Y), and
@@ -77,7 +77,6 @@ typedef struct ucx_peer {
     unsigned char *addr; /* the peer worker's address (the key) */
     size_t len;
     ucp_ep_h ep;
-    int refs;
 } ucx_peer_t;
 
 /* ---- process-wide state -------------------------------------------------- */
@@ -100,7 +99,7 @@ static _Atomic int g_ready;
 /* The shared endpoints (see ucx_peer_t), under the progress lock. */
 static ucx_peer_t *g_peers;
 static size_t g_npeers, g_cap_peers;
-static weft_status_t close_endpoints(ucp_ep_h *eps, int n, int force);
+static void close_endpoints(void);
 
 /* g_id_lock guards the table of comm ids in use in this process. */
 static pthread_mutex_t g_id_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -260,6 +259,7 @@ void weft__transport_ucx_shutdown(void)
 {
     pthread_mutex_lock(&g_lock);
     atomic_store_explicit(&g_ready, 0, memory_order_relaxed);
+    if (g_worker != NULL) close_endpoints();
     if (g_dt_ok) ucp_dt_destroy(g_dt);
     g_dt_ok = 0;
     if (g_addr != NULL) ucp_worker_release_address(g_worker, g_addr);
@@ -272,18 +272,6 @@ void weft__transport_ucx_shutdown(void)
     g_init_failed = 0;
     pthread_mutex_unlock(&g_lock);
 
-    /* Every communicator is closed: no traffic is left on the endpoints, so
-     * they are closed at once (force), before the worker goes. */
-    if (g_worker != NULL) {
-        for (size_t i = 0; i < g_npeers; i++) {
-            ucp_ep_h ep = g_peers[i].ep;
-            (void)close_endpoints(&ep, 1, 1);
-        }
-    }
-    for (size_t i = 0; i < g_npeers; i++) free(g_peers[i].addr);
-    free(g_peers);
-    g_peers = NULL;
-    g_npeers = g_cap_peers = 0;
 
     pthread_mutex_lock(&g_id_lock);
     memset(g_id_used, 0, sizeof(g_id_used));
@@ -358,94 +346,70 @@ static void id_release(uint32_t id)
 }
 
 /**
- * Close the endpoints eps[0..n) (non-NULL ones) in flush mode (force mode if
- * force: weft_finalize's, with nothing in flight), progressing the worker
- * until every close completed (yielding the core between
- * passes); a close still pending after UCX_CLOSE_TIMEOUT_S (a peer died) is
- * left to UCX, released when the worker is destroyed, and reported. Takes the
- * progress lock per pass (weft__engine_lock).
- * Caller thread. Returns WEFT_ERR_UCX (logged) if a close failed.
+ * Close every shared endpoint and empty the table (weft_finalize, before the
+ * worker is destroyed). Every communicator is closed, so nothing is in
+ * flight and the flush completes locally, even if a peer has finalized
+ * already (force mode would need UCP_ERR_HANDLING_MODE_PEER endpoints: UCX
+ * answers it with "Invalid parameter" here). Progresses the worker until the
+ * closes completed; one
+ * still pending after UCX_CLOSE_TIMEOUT_S is left to the worker's
+ * destruction and reported. Thread: the finalising thread (takes the
+ * progress lock per pass, like every use of the worker). Errors are logged.
  */
-static weft_status_t close_endpoints(ucp_ep_h *eps, int n, int force)
+static void close_endpoints(void)
 {
-    weft_status_t st = WEFT_SUCCESS;
-    void **reqs = calloc((size_t)(n > 0 ? n : 1), sizeof(*reqs));
-    if (reqs == NULL) return WEFT_ERR_NO_MEMORY;
-
     ucp_request_param_t prm;
-    memset(&prm, 0, sizeof(prm));
-    if (force) {
-        prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
-    }
-    int pending = 0;
+    memset(&prm, 0, sizeof(prm)); /* flush mode */
+    /* Without room to watch the closes, UCX releases them when they end. */
+    void **reqs = calloc(g_npeers ? g_npeers : 1, sizeof(*reqs));
+    size_t pending = 0;
     weft__engine_lock();
-    for (int i = 0; i < n; i++) {
-        if (eps[i] == NULL) continue;
-        ucs_status_ptr_t r = ucp_ep_close_nbx(eps[i], &prm);
-        eps[i] = NULL;
-        if (r == NULL) continue;
-        if (UCS_PTR_IS_ERR(r)) {
-            /* Closing an endpoint whose peer failed reports the failure: the
-             * endpoint is released all the same. */
-            ucs_status_t s = UCS_PTR_STATUS(r);
-            if (s != UCS_ERR_CANCELED && s != UCS_ERR_ENDPOINT_TIMEOUT &&
-                s != UCS_ERR_CONNECTION_RESET && st == WEFT_SUCCESS)
-                st = ucx_error(s, "ucp_ep_close_nbx");
-            continue;
-        }
-        reqs[i] = r;
-        pending++;
+    for (size_t i = 0; i < g_npeers; i++) {
+        ucs_status_ptr_t r = ucp_ep_close_nbx(g_peers[i].ep, &prm);
+        free(g_peers[i].addr);
+        if (UCS_PTR_IS_ERR(r)) (void)ucx_error(UCS_PTR_STATUS(r), "ucp_ep_close_nbx");
+        else if (r != NULL && reqs == NULL) ucp_request_free(r);
+        else if (r != NULL) reqs[pending++] = r;
     }
     weft__engine_unlock();
 
-    double t0 = weft__now();
-    int forced_note = 0;
+    const double t0 = weft__now();
     while (pending > 0) {
         weft__engine_lock();
         ucp_worker_progress(g_worker);
-        for (int i = 0; i < n; i++) {
-            if (reqs[i] == NULL) continue;
+        for (size_t i = 0; i < pending;) {
             ucs_status_t s = ucp_request_check_status(reqs[i]);
-            if (s == UCS_INPROGRESS) continue;
-            if (s != UCS_OK && s != UCS_ERR_CANCELED && st == WEFT_SUCCESS)
-                st = ucx_error(s, "endpoint close");
+            if (s == UCS_INPROGRESS) {
+                i++;
+                continue;
+            }
+            if (s != UCS_OK) (void)ucx_error(s, "endpoint close");
             ucp_request_free(reqs[i]);
-            reqs[i] = NULL;
-            pending--;
+            reqs[i] = reqs[--pending];
+        }
+        if (pending > 0 && weft__now() - t0 > UCX_CLOSE_TIMEOUT_S) {
+            WEFT__ERROR("UCX transport: %zu endpoint close(s) did not finish in %.0f s; left "
+                        "to the worker's destruction", pending, UCX_CLOSE_TIMEOUT_S);
+            for (size_t i = 0; i < pending; i++) ucp_request_free(reqs[i]);
+            pending = 0;
         }
         weft__engine_unlock();
         if (pending > 0) sched_yield();
-        if (pending > 0 && !forced_note && weft__now() - t0 > UCX_CLOSE_TIMEOUT_S) {
-            /* The flush cannot finish: a peer stopped answering. Leave the
-             * requests to UCX (they are released when the worker is destroyed)
-             * and report it. */
-            WEFT__ERROR("UCX transport: %d endpoint close(s) did not finish in %.0f s "
-                        "(peer gone?)", pending, UCX_CLOSE_TIMEOUT_S);
-            forced_note = 1;
-            weft__engine_lock();
-            for (int i = 0; i < n; i++) {
-                if (reqs[i] != NULL) ucp_request_free(reqs[i]);
-                reqs[i] = NULL;
-            }
-            weft__engine_unlock();
-            pending = 0;
-            if (st == WEFT_SUCCESS) st = WEFT_ERR_UCX;
-        }
     }
     free(reqs);
-    return st;
+    free(g_peers);
+    g_peers = NULL;
+    g_npeers = g_cap_peers = 0;
 }
 
 /**
- * The shared endpoint to the worker at addr[0..len): a new reference to the
- * existing one, or a new endpoint (refs 1). Progress lock held.
+ * The shared endpoint to the worker at addr[0..len): the existing one, or a
+ * new one added to the table. Progress lock held.
  */
 static weft_status_t peer_acquire(const unsigned char *addr, size_t len, int rank, ucp_ep_h *ep)
 {
     for (size_t i = 0; i < g_npeers; i++) {
         if (g_peers[i].len == len && memcmp(g_peers[i].addr, addr, len) == 0) {
-            g_peers[i].refs++;
             *ep = g_peers[i].ep;
             return WEFT_SUCCESS;
         }
@@ -473,35 +437,14 @@ static weft_status_t peer_acquire(const unsigned char *addr, size_t len, int ran
                     ucs_status_string(s));
         return WEFT_ERR_UCX;
     }
-    g_peers[g_npeers++] = (ucx_peer_t){.addr = key, .len = len, .ep = *ep, .refs = 1};
+    g_peers[g_npeers++] = (ucx_peer_t){.addr = key, .len = len, .ep = *ep};
     return WEFT_SUCCESS;
 }
 
 /**
- * Drop a communicator's references to eps[0..n) (non-NULL ones, set to NULL);
- * the endpoints stay open for the next communicator (see ucx_peer_t).
- * Caller thread.
- */
-static void release_endpoints(ucp_ep_h *eps, int n)
-{
-    weft__engine_lock();
-    for (int i = 0; i < n; i++) {
-        if (eps[i] == NULL) continue;
-        for (size_t k = 0; k < g_npeers; k++) {
-            if (g_peers[k].ep == eps[i]) {
-                g_peers[k].refs--;
-                break;
-            }
-        }
-        eps[i] = NULL;
-    }
-    weft__engine_unlock();
-}
-
-/**
- * Wait for MPI request *req while progressing our worker, so that a peer's
- * endpoint flush that needs this rank's answer completes while we wait.
- * Caller thread.
+ * Wait for MPI request *req while progressing our worker, so that a peer
+ * that needs a protocol answer of ours (a rendezvous acknowledgement) gets
+ * it while we wait. Caller thread.
  */
 static weft_status_t wait_progressing(MPI_Request *req)
 {
@@ -633,11 +576,9 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
         lst = peer_acquire(r + sizeof(uint64_t), (size_t)len, i, &uc->eps[i]);
     }
     weft__engine_unlock();
+    /* On failure the endpoints made stay in the table for a later attempt. */
     st = agree_status(comm->mpi, lst, "endpoint creation");
-    if (st < 0) {
-        release_endpoints(uc->eps, p);
-        goto out;
-    }
+    if (st < 0) goto out;
 
     comm->tp_state = uc;
     uc = NULL;
@@ -653,8 +594,8 @@ out:
 /**
  * Close the UCX side: every rank waits, progressing the worker (a peer may
  * still need a protocol answer of ours to finish its last transfer), until
- * all ranks stopped using the communicator, then drops its references to
- * the shared endpoints (which stay open: see ucx_peer_t) and frees the id.
+ * all ranks stopped using the communicator, then frees the id and the state
+ * (the shared endpoints stay open: see ucx_peer_t).
  * Collective over comm->mpi. Thread: the thread in weft_comm_destroy or
  * weft_finalize, after every op on comm completed. Errors are logged.
  */
@@ -668,7 +609,6 @@ static void ucx_comm_close(weft__comm_t *comm)
         (void)weft__mpi_error(rc, "MPI_Ibarrier(UCX close)", __FILE__, __LINE__);
     else
         (void)wait_progressing(&req);
-    release_endpoints(uc->eps, uc->size);
     id_release(uc->id);
     free(uc);
     comm->tp_state = NULL;

@@ -14,7 +14,10 @@
  *      transport, ranks asking for different transports (every rank gets
  *      WEFT_ERR_INVALID_ARG), UCX asked for in a build without it; NULL
  *      arguments of weft_comm_get_transport; a communicator created after the
- *      failures works.
+ *      failures works;
+ *   5. weft_finalize and weft_init again, twice, with a UCX communicator (MPI
+ *      without UCX) in each life: UCX's worker and its shared endpoints are
+ *      torn down and started anew; an allreduce checked in each.
  * MT_HAVE_UCX is defined by meson.build when the UCX transport is built.
  */
 #include <stdint.h>
@@ -209,6 +212,33 @@ static void test_errors(mt_ctx_t *t)
     }
 }
 
+/* 5. */
+static void test_reinit(mt_ctx_t *t)
+{
+    MT_STATUS(t, weft_comm_destroy(t->comm), WEFT_SUCCESS, "weft_comm_destroy (harness comm)");
+    t->comm = NULL;
+    for (int life = 0; life < 2; life++) {
+        if (!MT_STATUS(t, weft_finalize(), WEFT_SUCCESS, "weft_finalize") ||
+            !MT_STATUS(t, weft_init(NULL), WEFT_SUCCESS, "weft_init again"))
+            return;
+        weft_comm_params_t p = WEFT_COMM_PARAMS_INITIALIZER;
+        p.transport = HAVE_UCX ? WEFT_TRANSPORT_UCX : WEFT_TRANSPORT_MPI;
+        weft_comm_t c = NULL;
+        if (!MT_STATUS(t, weft_comm_create_ex(MPI_COMM_WORLD, NULL, &p, &c), WEFT_SUCCESS,
+                       "create after weft_init again"))
+            return;
+        int mine = t->rank + 1, sum = 0;
+        MT_STATUS(t, weft_allreduce(&mine, &sum, 1, WEFT_INT32, WEFT_SUM, c), WEFT_SUCCESS,
+                  "allreduce");
+        MT_CHECK(t, sum == t->size * (t->size + 1) / 2, "allreduce (life %d): %d, expected %d",
+                 life, sum, t->size * (t->size + 1) / 2);
+        MT_STATUS(t, weft_comm_destroy(c), WEFT_SUCCESS, "weft_comm_destroy");
+    }
+    /* for mt_finish */
+    MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, NULL, &t->comm), WEFT_SUCCESS,
+              "weft_comm_create (harness comm again)");
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t t;
@@ -218,5 +248,6 @@ int main(int argc, char **argv)
     test_default(&t);
     test_both(&t);
     test_errors(&t);
+    test_reinit(&t);
     return mt_finish(&t);
 }
