@@ -75,16 +75,6 @@ static uint32_t live_slot(weft_request_t h)
     return s->in_use && s->gen == gen ? idx - 1 : UINT32_MAX;
 }
 
-/* Look up a live handle; NULL if stale/unknown. Takes the lock briefly. */
-static weft__op_t *lookup(weft_request_t h)
-{
-    pthread_mutex_lock(&R.lock);
-    uint32_t i = live_slot(h);
-    weft__op_t *op = i == UINT32_MAX ? NULL : slot_at(i)->op;
-    pthread_mutex_unlock(&R.lock);
-    return op;
-}
-
 /* Free slot idx. R.lock held. */
 static void release_locked(uint32_t idx)
 {
@@ -97,27 +87,6 @@ static void release_locked(uint32_t idx)
     R.free_head = idx + 1;
 }
 
-static void release(weft_request_t h)
-{
-    pthread_mutex_lock(&R.lock);
-    release_locked((uint32_t)(h & 0xffffffffu) - 1);
-    pthread_mutex_unlock(&R.lock);
-}
-
-/* Look up a live handle and free its slot in one critical section: the op
- * now belongs to the caller (weft_wait). NULL if stale/unknown. */
-static weft__op_t *take(weft_request_t h)
-{
-    pthread_mutex_lock(&R.lock);
-    uint32_t i = live_slot(h);
-    weft__op_t *op = NULL;
-    if (i != UINT32_MAX) {
-        op = slot_at(i)->op;
-        release_locked(i);
-    }
-    pthread_mutex_unlock(&R.lock);
-    return op;
-}
 
 /* Free every slot and the ops nobody waited for. weft_finalize, engine stopped. */
 void weft__request_fini(void)
@@ -158,6 +127,32 @@ static bool is_done(weft__op_t *op)
 {
     /* acquire: pairs with the release store in weft__op_complete. */
     return atomic_load_explicit(&op->done, memory_order_acquire) == OP_DONE;
+}
+
+/*
+ * Take live handle h: free its slot and hand its op to the caller, in one
+ * critical section, so that two threads waiting on or testing one request
+ * never both get the op. With if_done, only once the op completed (under the
+ * lock the op cannot be freed: only a taker frees it). Returns 1 (taken,
+ * *op set), 0 (if_done and still running) or -1 (stale or unknown handle,
+ * or another thread took it).
+ */
+static int take(weft_request_t h, bool if_done, weft__op_t **op)
+{
+    int r = -1;
+    pthread_mutex_lock(&R.lock);
+    uint32_t i = live_slot(h);
+    if (i != UINT32_MAX) {
+        weft__op_t *o = slot_at(i)->op;
+        r = 0;
+        if (!if_done || is_done(o)) {
+            *op = o;
+            release_locked(i);
+            r = 1;
+        }
+    }
+    pthread_mutex_unlock(&R.lock);
+    return r;
 }
 
 /*
@@ -225,8 +220,8 @@ weft_status_t weft_wait(weft_request_t *req)
     /* The handle dies here whatever happens next: one lock for lookup and
      * release (waiting on one request from two threads at once is an error,
      * and the second gets WEFT_ERR_INVALID_REQUEST). */
-    weft__op_t *op = take(*req);
-    if (op == NULL) return WEFT_ERR_INVALID_REQUEST;
+    weft__op_t *op = NULL;
+    if (take(*req, false, &op) < 0) return WEFT_ERR_INVALID_REQUEST;
     *req = WEFT_REQUEST_NULL;
     if (op->sop != NULL) {
         /* Stream-bound: the stream waits for the op, the host does not. */
@@ -251,14 +246,15 @@ weft_status_t weft_test(weft_request_t *req, int *done)
         *done = 1;
         return WEFT_SUCCESS;
     }
-    weft__op_t *op = lookup(*req);
-    if (op == NULL) return WEFT_ERR_INVALID_REQUEST;
-    if (!is_done(op)) {
+    weft__op_t *op = NULL;
+    int r = take(*req, true, &op);
+    if (r == 0) {
         weft__engine_try_progress();
-        if (!is_done(op)) return WEFT_SUCCESS;
+        r = take(*req, true, &op);
     }
+    if (r < 0) return WEFT_ERR_INVALID_REQUEST;
+    if (r == 0) return WEFT_SUCCESS;
     weft_status_t st = op->status;
-    release(*req);
     /* Stream-bound: the stream still has to take the result (copy back). */
     if (op->sop == NULL || !weft__stream_op_wait(op)) weft__op_free(op);
     *req = WEFT_REQUEST_NULL;

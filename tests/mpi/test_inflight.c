@@ -18,8 +18,13 @@
  * (WEFT_SUCCESS, or WEFT_ERR_FINALIZING if it had to fail some), leave the
  * completed results correct, and weft_wait / weft_test on those handles then
  * return WEFT_ERR_NOT_INITIALIZED.
+ *
+ * Before that, one request raced by two threads: the main thread's weft_wait
+ * against another thread's weft_test loop; exactly one of them may complete
+ * it, the other gets WEFT_ERR_INVALID_REQUEST (never both, never a crash).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -261,6 +266,50 @@ static void free_op(op_desc_t *d)
     free(d->ref);
 }
 
+/* The weft_test side of the race: poll until done or told the handle is gone. */
+typedef struct race {
+    weft_request_t req; /* a copy of the handle the main thread waits on */
+    weft_status_t st;
+    int got;            /* 1: this thread completed the request */
+} race_t;
+
+static void *race_test(void *arg)
+{
+    race_t *r = arg;
+    for (;;) {
+        int done = 0;
+        r->st = weft_test(&r->req, &done);
+        if (r->st == WEFT_ERR_INVALID_REQUEST) return NULL;
+        if (r->st < 0 || done) {
+            r->got = 1;
+            return NULL;
+        }
+        sched_yield();
+    }
+}
+
+static void race_once(mt_ctx_t *t, weft_comm_t comm, int round)
+{
+    int32_t in = t->rank + round, out = -1;
+    weft_request_t req = WEFT_REQUEST_NULL;
+    if (!MT_STATUS(t, weft_iallreduce(&in, &out, 1, WEFT_INT32, WEFT_SUM, comm, &req),
+                   WEFT_SUCCESS, "weft_iallreduce (race)"))
+        return;
+    race_t r = {.req = req, .st = WEFT_SUCCESS, .got = 0};
+    pthread_t th;
+    int started = pthread_create(&th, NULL, race_test, &r) == 0;
+    weft_status_t st = weft_wait(&req);
+    if (started) pthread_join(th, NULL);
+    else r.st = WEFT_ERR_INVALID_REQUEST; /* no rival: the wait alone must complete it */
+    const int got_wait = st != WEFT_ERR_INVALID_REQUEST;
+    MT_CHECK(t, got_wait + r.got == 1, "round %d: wait %s, test %s: %d completions", round,
+             weft_status_name(st), weft_status_name(r.st), got_wait + r.got);
+    MT_CHECK(t, (got_wait ? st : r.st) == WEFT_SUCCESS, "round %d: the completion returned %s",
+             round, weft_status_name(got_wait ? st : r.st));
+    const int32_t want = t->size * (t->size - 1) / 2 + t->size * round;
+    MT_CHECK(t, out == want, "round %d: allreduce %d, expected %d", round, (int)out, (int)want);
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t t;
@@ -339,6 +388,9 @@ int main(int argc, char **argv)
     /* All four communicators are still usable after the storm. */
     for (int c = 0; c < NCOMM; c++)
         MT_STATUS(&t, weft_comm_get_error(comms[c].w), WEFT_SUCCESS, "comm_get_error");
+
+    /* One request, two threads (see the top). */
+    for (int round = 0; round < 50; round++) race_once(&t, comms[0].w, round);
 
     /* Finalize with operations in flight: destroy comm 1 and 2 first
      * (collective, same order everywhere), keep 0, 3 and the world comm alive
