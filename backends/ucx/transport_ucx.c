@@ -71,7 +71,8 @@ typedef struct ucx_comm {
  * again, in an order that may differ between the two processes. There is
  * at most one per peer process, so they do not accumulate. Guarded by the
  * progress lock (weft__engine_lock), like every use of the worker; linear
- * search (run at communicator creation and destruction only).
+ * search, run at communicator creation only (p ranks x the peers known: the
+ * engine waits for the lock meanwhile).
  */
 typedef struct ucx_peer {
     unsigned char *addr; /* the peer worker's address (the key) */
@@ -89,9 +90,10 @@ static size_t g_addr_len;
 static int g_init_failed;        /* 1 after a failed init: do not retry every comm */
 static ucp_datatype_t g_dt;      /* generic datatype over weft__xfer_dt_t (isend_dt) */
 static int g_dt_ok;              /* g_dt exists (with g_worker) */
-/* A testall progressed the worker since the last ucx_progress (engine side,
- * under the progress lock like every use of the worker). */
-static int g_tested;
+/* Events processed by the worker progress of testall calls since the last
+ * ucx_progress, -1 if none progressed it (engine side, under the progress
+ * lock like every use of the worker). */
+static int g_tested_events = -1;
 /* Set (release) once g_worker is usable, cleared before it is destroyed: the
  * progress hook reads g_worker only after seeing it (acquire). */
 static _Atomic int g_ready;
@@ -752,8 +754,9 @@ static weft_status_t ucx_testall(weft__comm_t *comm, weft__xfer_t *x, int n, int
     weft_status_t st = WEFT_SUCCESS;
     int running = check_xfers(comm, x, n, &st);
     if (running > 0) {
-        g_tested = 1;
-        if (ucp_worker_progress(g_worker) > 0) running = check_xfers(comm, x, n, &st);
+        const int ev = (int)ucp_worker_progress(g_worker);
+        g_tested_events = (g_tested_events > 0 ? g_tested_events : 0) + ev;
+        if (ev > 0) running = check_xfers(comm, x, n, &st);
     }
     *done = running == 0;
     return st;
@@ -800,10 +803,14 @@ static int ucx_progress(void)
     if (!atomic_load_explicit(&g_ready, memory_order_acquire)) return 0;
     /* The engine calls this once per pass, after the ops' steps: a pass in
      * which some testall already progressed the worker needs no second
-     * call (half the polling cost per pass while transfers are pending). */
-    if (g_tested) {
-        g_tested = 0;
-        return 0;
+     * call (half the polling cost per pass while transfers are pending);
+     * the events those calls processed count as the pass's work, so that a
+     * pass that moved a transfer along is not taken for an idle one (the
+     * waiter's hand-off budget and the engine's backoff count idle passes). */
+    if (g_tested_events >= 0) {
+        const int ev = g_tested_events;
+        g_tested_events = -1;
+        return ev;
     }
     return (int)ucp_worker_progress(g_worker);
 }
