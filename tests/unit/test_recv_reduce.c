@@ -184,7 +184,7 @@ START_TEST(test_too_many_open_elements)
 }
 END_TEST
 
-/* A message that never arrives whole is not reported complete. */
+/* An element left partly received (a truncated message) is reported. */
 START_TEST(test_incomplete)
 {
     double a[4] = {1, 2, 3, 4}, m[4] = {1, 1, 1, 1}, out[4];
