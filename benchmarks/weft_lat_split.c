@@ -34,8 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weft.h"
-#include "weft_mpi.h"
+#include "bench_common.h" /* bench_parse_long */
 
 enum { NSPLIT = 6, TAG = 5, REC = 6 };
 static const char *const split_name[NSPLIT] = {"send->post", "post call", "in flight",
@@ -105,15 +104,6 @@ static int block(const probe_t *p, weft_comm_t comm, int me, char *sbuf, char *r
     return 0;
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     int provided, me, np, rc = 0;
@@ -127,9 +117,8 @@ int main(int argc, char **argv)
                     : strcmp(argv[a], "-i") == 0 ? &iters
                     : strcmp(argv[a], "-r") == 0 ? &rounds
                                                  : NULL;
-        if (dst == NULL || a + 1 >= argc ||
-            parse_long(argv[++a], dst == &bytes ? 0 : 1, dst == &bytes ? (1L << 30) : 1000000,
-                       dst) != 0) {
+        if (dst == NULL || a + 1 >= argc || bench_parse_long(argv[++a], dst == &bytes ? 0 : 1, dst) ||
+            *dst > (dst == &bytes ? (1L << 30) : 1000000)) {
             if (me == 0)
                 fprintf(stderr, "usage: weft_lat_split [-m BYTES] [-i ITERS] [-r ROUNDS] "
                                 "(with libucx_progress_probe.so preloaded)\n");
@@ -200,7 +189,7 @@ int main(int argc, char **argv)
     }
     if (rc == 0 && me == 0) {
         printf("# weft_lat_split: %ld bytes, %ld rounds x %ld round trips per transport, "
-               "medians over the messages from rank 1 to rank 0, ns\n"
+               "medians over the messages of each direction, ns\n"
                "%-10s", bytes, rounds, iters, "# tp dir");
         for (int j = 0; j < NSPLIT; j++) printf("%12s", split_name[j]);
         printf("%12s%12s%12s%12s%10s\n", "sum mean", "sum p90", "sum p99", "sum p99.9", ">10 us");
@@ -240,14 +229,15 @@ int main(int argc, char **argv)
         }
     }
     for (int k = 0; k < 2; k++) {
-        if (comm[k] != NULL) (void)weft_comm_destroy(comm[k]);
+        if (comm[k] != NULL && (st = weft_comm_destroy(comm[k])) != WEFT_SUCCESS)
+            rc = fail("weft_comm_destroy", st);
         free(rec[k]);
     }
     free(peer);
     free(v);
     free(sbuf);
     free(rbuf);
-    weft_finalize();
+    if ((st = weft_finalize()) != WEFT_SUCCESS) rc = fail("weft_finalize", st);
     MPI_Finalize();
     return rc;
 }

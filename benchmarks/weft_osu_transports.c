@@ -259,6 +259,9 @@ out_free:
     }
 out_comms:
     for (int k = 0; k < 2; k++)
-        if (s.comm[k]) (void)weft_comm_destroy(s.comm[k]);
+        if (s.comm[k]) {
+            weft_status_t st = weft_comm_destroy(s.comm[k]);
+            if (st != WEFT_SUCCESS) rc = weft_fail(&s, "weft_comm_destroy", st, k);
+        }
     return bench_finalize(&b, rc);
 }
