@@ -714,12 +714,6 @@ int loom_model_backward(loom_model_t *m, int n)
             loom_bn_backward(is, x, m->params[o->pw].data, o->aux, o->aux + is.c, dy, dx, acc,
                              m->params[o->pw].grad, m->params[o->pb].grad);
             break;
-        case LOOM_OP_RELU:
-        case LOOM_OP_SIGMOID:
-        case LOOM_OP_ADD:
-        case LOOM_OP_PIXEL_SHUFFLE:
-            loom__backward_plain(m, o->type, o->in, o->accum, is, o->r, y, dy, dx, acc);
-            break;
         case LOOM_OP_MAXPOOL:
             if (dx)
                 loom_maxpool_backward(&o->pool, is, dy, o->argmax, dx, acc);
@@ -747,7 +741,9 @@ int loom_model_backward(loom_model_t *m, int n)
                     memcpy(dx, dy, sizeof(float) * cnt);
             }
             break;
-        default: return loom_error(LOOM_ERR_INTERNAL, "backward: bad op type %d", (int)o->type);
+        default: /* relu, sigmoid, add, pixel shuffle: shared with spatial.c */
+            if (!loom__backward_plain(m, o->type, o->in, o->accum, is, o->r, y, dy, dx, acc))
+                return loom_error(LOOM_ERR_INTERNAL, "backward: bad op type %d", (int)o->type);
         }
         if (m->profile)
             m->prof[o->type][1] += loom_now() - t0;
