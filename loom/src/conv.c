@@ -5,7 +5,8 @@
  * Cost (per sample, forward): 2 * cout * (cin/groups) * kh * kw * ho * wo
  * FLOPs in sgemm, plus an im2col copy of (cin*kh*kw) * ho*wo floats.
  * Backward: twice the forward FLOPs (weight gradient and data gradient).
- * Stride 1 with dx wanted (pad <= dil*(k-1), not 1x1): one im2col of dy, which
+ * Stride 1 with dx wanted (pad <= dil*(k-1), not the ungrouped 1x1 fast path
+ * of is_pointwise): one im2col of dy, which
  * feeds both products (dx_by_correlation, bwd_task); otherwise one im2col of
  * x and, for dx, one col2im.
  *
@@ -567,9 +568,14 @@ static void reduce_task(void *arg, int tid, int nt)
         }
         /* i = (o*cg + ci)*kk + tap, o = g*cog + co; the source is
          * src[g*cog*kk*cg + (co*kk + kk-1-tap)*cg + ci] = src[(o*kk + kk-1-tap)*cg + ci] */
+        /* (o, ci, tap) of i = b, then counted along: no division per element */
+        size_t tap = b % (size_t)kk, ci = b / (size_t)kk % (size_t)cg, o = b / (size_t)kk / (size_t)cg;
         for (size_t i = b; i < e; i++) {
-            size_t tap = i % (size_t)kk, oc = i / (size_t)kk, ci = oc % (size_t)cg, o = oc / (size_t)cg;
             j->dweight[i] += src[(o * kk + (size_t)kk - 1 - tap) * cg + ci];
+            if (++tap == (size_t)kk) {
+                tap = 0;
+                if (++ci == (size_t)cg) ci = 0, o++;
+            }
         }
     }
 }
