@@ -36,6 +36,14 @@ void loom__copy_or_add(size_t n, const float *x, float *y, int accum);
  * inputs and whether their gradients are added to, dx (NULL: not needed)
  * the first input's gradient. Returns 1 if `type` is one of them, 0 if not
  * (nothing done). Thread: the model's. */
+/* Batch-norm sums over one channel's slice of one sample (layers.c): in
+ * SUM_LANES fixed-order float lanes, so they vectorise and stay
+ * deterministic; the lanes are combined in double. Shared by the
+ * single-process batch norm and the spatial one (spatial.c). Any thread. */
+double loom__sum_f(const float *x, size_t n);
+double loom__sum_sq_dev(const float *x, size_t n, float m);
+void loom__sum_dy_dyx(const float *g, const float *x, size_t n, float m, double *sg, double *sgx);
+
 int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
                          const int accum[2], loom_shape_t is, int r, const float *y,
                          const float *dy, float *dx, int acc);

@@ -37,8 +37,8 @@ static double lanes_total(const float *acc)
     return t;
 }
 
-/* sum of x[0..n) */
-static double sum_f(const float *x, size_t n)
+/* sum of x[0..n) (internal.h) */
+double loom__sum_f(const float *x, size_t n)
 {
     float acc[SUM_LANES] = {0};
     size_t i = 0;
@@ -50,8 +50,8 @@ static double sum_f(const float *x, size_t n)
     return lanes_total(acc);
 }
 
-/* sum of (x - m)^2 over x[0..n) */
-static double sum_sq_dev(const float *x, size_t n, float m)
+/* sum of (x - m)^2 over x[0..n) (internal.h) */
+double loom__sum_sq_dev(const float *x, size_t n, float m)
 {
     float acc[SUM_LANES] = {0};
     size_t i = 0;
@@ -67,8 +67,8 @@ static double sum_sq_dev(const float *x, size_t n, float m)
     return lanes_total(acc);
 }
 
-/* *sg += sum of g, *sgx += sum of g * (x - m), over [0, n) */
-static void sum_dy_dyx(const float *g, const float *x, size_t n, float m, double *sg, double *sgx)
+/* *sg += sum of g, *sgx += sum of g * (x - m), over [0, n) (internal.h) */
+void loom__sum_dy_dyx(const float *g, const float *x, size_t n, float m, double *sg, double *sgx)
 {
     float a[SUM_LANES] = {0}, b[SUM_LANES] = {0};
     size_t i = 0;
@@ -106,10 +106,10 @@ static void bn_fwd_task(void *arg, int tid, int nt)
              * little more than a one-pass formula and has no cancellation. */
             double sum = 0.0, sq = 0.0;
             for (int i = 0; i < s.n; i++)
-                sum += sum_f(x + ((size_t)i * s.c + c) * HW, HW);
+                sum += loom__sum_f(x + ((size_t)i * s.c + c) * HW, HW);
             double dm = sum / (double)M;
             for (int i = 0; i < s.n; i++)
-                sq += sum_sq_dev(x + ((size_t)i * s.c + c) * HW, HW, (float)dm);
+                sq += loom__sum_sq_dev(x + ((size_t)i * s.c + c) * HW, HW, (float)dm);
             double var = sq / (double)M;
             mean = (float)dm;
             invstd = (float)(1.0 / sqrt(var + d->eps));
@@ -162,7 +162,7 @@ static void bn_bwd_task(void *arg, int tid, int nt)
         const float mean = save_mean[c], invstd = save_invstd[c];
         double sdy = 0.0, sdyx = 0.0;
         for (int i = 0; i < s.n; i++)
-            sum_dy_dyx(dy + ((size_t)i * s.c + c) * HW, x + ((size_t)i * s.c + c) * HW, HW, mean,
+            loom__sum_dy_dyx(dy + ((size_t)i * s.c + c) * HW, x + ((size_t)i * s.c + c) * HW, HW, mean,
                        &sdy, &sdyx);
         float sum_dy = (float)sdy, sum_dy_xhat = (float)(sdyx * invstd);
         if (dgamma)

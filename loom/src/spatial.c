@@ -316,13 +316,8 @@ static int bn_forward(loom_spatial_t *s, layer_t *L, int training, const float *
         double cnt = (double)sh.n * HW;
         for (int c = 0; c < C; c++) {
             double sum = 0.0;
-            for (int i = 0; i < sh.n; i++) {
-                const float *xc = x + ((size_t)i * C + c) * HW;
-                float part = 0.0f;
-                for (size_t p = 0; p < HW; p++)
-                    part += xc[p];
-                sum += part;
-            }
+            for (int i = 0; i < sh.n; i++)
+                sum += loom__sum_f(x + ((size_t)i * C + c) * HW, HW);
             st[c] = sum;
         }
         st[C] = cnt;
@@ -336,15 +331,8 @@ static int bn_forward(loom_spatial_t *s, layer_t *L, int training, const float *
         for (int c = 0; c < C; c++) {
             double sq = 0.0;
             float fm = mean_s[c];
-            for (int i = 0; i < sh.n; i++) {
-                const float *xc = x + ((size_t)i * C + c) * HW;
-                float part = 0.0f;
-                for (size_t p = 0; p < HW; p++) {
-                    float t = xc[p] - fm;
-                    part += t * t;
-                }
-                sq += part;
-            }
+            for (int i = 0; i < sh.n; i++)
+                sq += loom__sum_sq_dev(x + ((size_t)i * C + c) * HW, HW, fm);
             st[c] = sq;
         }
         if ((r = allreduce_d(s, st, (size_t)C, o->name)) < 0)
@@ -383,16 +371,9 @@ static int bn_backward(loom_spatial_t *s, layer_t *L, const float *x, const floa
     double *st = L->stats;
     for (int c = 0; c < C; c++) {
         double sdy = 0.0, sdyx = 0.0;
-        for (int i = 0; i < sh.n; i++) {
-            const float *xc = x + ((size_t)i * C + c) * HW, *gc = dy + ((size_t)i * C + c) * HW;
-            float a = 0.0f, b = 0.0f;
-            for (size_t p = 0; p < HW; p++) {
-                a += gc[p];
-                b += gc[p] * (xc[p] - mean_s[c]);
-            }
-            sdy += a;
-            sdyx += b;
-        }
+        for (int i = 0; i < sh.n; i++)
+            loom__sum_dy_dyx(dy + ((size_t)i * C + c) * HW, x + ((size_t)i * C + c) * HW, HW,
+                             mean_s[c], &sdy, &sdyx);
         /* this rank's share of dgamma/dbeta (the group sum is the whole) */
         o->weight->grad[c] += (float)(sdyx * invstd_s[c]);
         o->bias->grad[c] += (float)sdy;
