@@ -1,7 +1,8 @@
 /*
  * ucx_raw_lat - UCX's own point-to-point latency on a worker of this
- * program's, against MPI_Send/MPI_Recv, interleaved in the same two processes
- * (median over rounds, as every Weft benchmark). No Weft code runs in the
+ * program's, against MPI_Send/MPI_Recv and against MPI_Isend/MPI_Irecv polled
+ * with MPI_Test (the calls Weft's MPI transport makes), interleaved in the
+ * same two processes (median over rounds, as every Weft benchmark). No Weft code runs in the
  * timed loops: this is the floor that Weft's UCX transport builds on, taken
  * beside MPI's, so that the difference between Weft over UCX and Weft over MPI
  * (weft_osu_transports) can be split into what Weft adds and what UCX itself
@@ -34,7 +35,7 @@ typedef struct raw {
     ucp_worker_h worker;
     ucp_ep_h ep;
     size_t bytes;
-    char *sbuf[2], *rbuf[2]; /* [0] UCX, [1] MPI */
+    char *sbuf[3], *rbuf[3]; /* [0] UCX, [1] MPI_Send/MPI_Recv, [2] MPI_Test */
     int failed;              /* a UCX call failed (reported once) */
 } raw_t;
 
@@ -85,9 +86,28 @@ static int mpi_step(raw_t *r, int send, int peer)
     return 1;
 }
 
+/* MPI_Isend or MPI_Irecv, then MPI_Test until done: Weft's MPI transport's
+ * calls (backends/mpi), without Weft's engine around them. */
+static int mpi_test_step(raw_t *r, int send, int peer)
+{
+    MPI_Request req;
+    int rc = send ? MPI_Isend(r->sbuf[2], (int)r->bytes, MPI_BYTE, peer, MPI_TAG_DATA,
+                              r->b->mpi_comm, &req)
+                  : MPI_Irecv(r->rbuf[2], (int)r->bytes, MPI_BYTE, peer, MPI_TAG_DATA,
+                              r->b->mpi_comm, &req);
+    const char *what = send ? "MPI_Isend" : "MPI_Irecv";
+    for (int done = 0; rc == MPI_SUCCESS && !done;) {
+        rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        what = "MPI_Test";
+    }
+    if (rc == MPI_SUCCESS) return 0;
+    bench_error(r->b, "%s(%zu bytes) failed (MPI code %d)", what, r->bytes, rc);
+    return 1;
+}
+
 typedef struct side {
     raw_t *r;
-    int mpi; /* 0: raw UCX, 1: MPI */
+    int mpi; /* 0: raw UCX, 1: MPI_Send/MPI_Recv, 2: MPI_Isend/MPI_Irecv + MPI_Test */
 } side_t;
 
 static int lat_run(void *ud, long iters, int round)
@@ -100,7 +120,10 @@ static int lat_run(void *ud, long iters, int round)
     for (long i = 0; i < iters; i++) {
         for (int step = 0; step < 2; step++) {
             const int send = (step == 0) == (me == 0); /* rank 0 sends first */
-            int rc = d->mpi ? mpi_step(r, send, 1 - me) : send ? ucx_send(r) : ucx_recv(r);
+            int rc = d->mpi == 2 ? mpi_test_step(r, send, 1 - me)
+                     : d->mpi    ? mpi_step(r, send, 1 - me)
+                     : send      ? ucx_send(r)
+                                 : ucx_recv(r);
             if (rc != 0) return 1;
         }
     }
@@ -211,8 +234,9 @@ int main(int argc, char **argv)
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
     bench_spec_t spec = {.prog = "ucx_raw_lat",
-                         .what = "UCX's own ping-pong latency (a worker of its own, no Weft code) "
-                                 "and MPI_Send/MPI_Recv, interleaved in the same processes.",
+                         .what = "UCX's own ping-pong latency (a worker of its own, no Weft code), "
+                                 "MPI_Send/MPI_Recv, and MPI_Isend/MPI_Irecv polled with MPI_Test, "
+                                 "interleaved in the same processes.",
                          .min_bytes = 4,
                          .max_bytes = 64u << 10,
                          .bytes_only = 1};
@@ -229,17 +253,17 @@ int main(int argc, char **argv)
 
     raw_t r = {.b = &b};
     int ok = 1, all_ok = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         r.sbuf[k] = bench_alloc(o.max_bytes);
         r.rbuf[k] = bench_alloc(o.max_bytes);
         ok = ok && r.sbuf[k] && r.rbuf[k];
     }
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
-        bench_error(&b, "cannot allocate 4 buffers of %zu bytes", o.max_bytes);
+        bench_error(&b, "cannot allocate 6 buffers of %zu bytes", o.max_bytes);
         rc = 1;
         goto out_free;
     }
-    for (int k = 0; k < 2; k++) memset(r.sbuf[k], 0x5a + b.rank, o.max_bytes);
+    for (int k = 0; k < 3; k++) memset(r.sbuf[k], 0x5a + b.rank, o.max_bytes);
     if (raw_open(&r) != 0) {
         rc = 1;
         goto out_close;
@@ -248,7 +272,8 @@ int main(int argc, char **argv)
     weft_transport_t tp = WEFT_TRANSPORT_DEFAULT;
     (void)weft_comm_get_transport(b.comm, &tp);
     bench_csv_t csv;
-    if (bench_csv_open(&b, &csv, o.csv_path, "size_bytes,ucx_raw_us,mpi_us,ucx_over_mpi") != 0) {
+    if (bench_csv_open(&b, &csv, o.csv_path,
+                       "size_bytes,ucx_raw_us,mpi_us,ucx_over_mpi,mpi_test_us,ucx_over_mpi_test") != 0) {
         rc = 1;
         goto out_close;
     }
@@ -256,31 +281,36 @@ int main(int argc, char **argv)
     bench_printf(&b,
                  "# UCX workers in each process, in creation order: MPICH's (MPI_Init), Weft's "
                  "(only if bench_init's communicator runs over UCX: here %s), this program's\n"
-                 "# Latency (half round trip, us)\n%-10s%14s%14s%12s\n",
-                 weft_transport_name(tp), "# Size", "ucx-raw", "mpi", "ucx/mpi");
-    side_t sides[2] = {{&r, 0}, {&r, 1}};
+                 "# Latency (half round trip, us); mpi: MPI_Send/MPI_Recv, mpi-test: "
+                 "MPI_Isend/MPI_Irecv + MPI_Test (as Weft's MPI transport)\n"
+                 "%-10s%14s%14s%12s%14s%14s\n",
+                 weft_transport_name(tp), "# Size", "ucx-raw", "mpi", "ucx/mpi", "mpi-test",
+                 "ucx/mpi-test");
+    side_t sides[3] = {{&r, 0}, {&r, 1}, {&r, 2}};
     BENCH_FOR_SIZES(&o, bytes)
     {
         r.bytes = bytes;
-        bench_variant_t v[2] = {{"ucx-raw", lat_run, &sides[0], NULL},
-                                {"mpi", lat_run, &sides[1], NULL}};
-        bench_result_t res[2];
+        bench_variant_t v[3] = {{"ucx-raw", lat_run, &sides[0], NULL},
+                                {"mpi", lat_run, &sides[1], NULL},
+                                {"mpi-test", lat_run, &sides[2], NULL}};
+        bench_result_t res[3];
         bench_timing_t tm = bench_timing_for(&o, bytes);
-        if (bench_run_interleaved(&b, &tm, v, 2, res) != 0) {
+        if (bench_run_interleaved(&b, &tm, v, 3, res) != 0) {
             bench_error(&b, "latency, %zu bytes failed", bytes);
             rc = 1;
             break;
         }
-        const double u = res[0].median_us / 2, m = res[1].median_us / 2;
-        bench_printf(&b, "%-10zu%14.3f%14.3f%12.3f\n", bytes, u, m, m > 0 ? u / m : 0.0);
-        bench_csv_row(&csv, "%zu,%.4f,%.4f,%.4f", bytes, u, m, m > 0 ? u / m : 0.0);
+        const double u = res[0].median_us / 2, m = res[1].median_us / 2, t = res[2].median_us / 2;
+        const double um = m > 0 ? u / m : 0.0, ut = t > 0 ? u / t : 0.0;
+        bench_printf(&b, "%-10zu%14.3f%14.3f%12.3f%14.3f%14.3f\n", bytes, u, m, um, t, ut);
+        bench_csv_row(&csv, "%zu,%.4f,%.4f,%.4f,%.4f,%.4f", bytes, u, m, um, t, ut);
         bench_progress(&b, "ucx_raw_lat: %zu bytes done", bytes);
     }
     if (bench_csv_close(&csv) != 0) rc = 1;
 out_close:
     raw_close(&r);
 out_free:
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         free(r.sbuf[k]);
         free(r.rbuf[k]);
     }
