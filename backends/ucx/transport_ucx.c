@@ -190,7 +190,9 @@ static weft_status_t ucx_global_init(void)
         goto out_unlock;
     }
 
-    s = ucp_config_read(NULL, NULL, &config);
+    /* Prefix WEFT: WEFT_UCX_<NAME> tunes this context only and wins over
+     * UCX_<NAME>, which MPICH's context (over UCX here) reads as well. */
+    s = ucp_config_read("WEFT", NULL, &config);
     if (s != UCS_OK) {
         st = ucx_error(s, "ucp_config_read");
         goto out_failed;

@@ -19,6 +19,11 @@
  *   5. weft_finalize and weft_init again, twice, with a UCX communicator (MPI
  *      without UCX) in each life: UCX's worker and its shared endpoints are
  *      torn down and started anew; an allreduce checked in each.
+ * With MT_UCX_UNUSABLE=1 (meson.build runs it so with WEFT_TRANSPORT=mpi and
+ * WEFT_UCX_TLS=bogus: UCX's settings for Weft's context alone) steps 3 - 5
+ * give way to 6: every rank's UCX communicator fails with WEFT_ERR_UCX, again
+ * fast, and again after weft_finalize + weft_init; MPI (whose context reads
+ * UCX_TLS, not WEFT_UCX_TLS) and an MPI-transport communicator keep working.
  * MT_HAVE_UCX is defined by meson.build when the UCX transport is built.
  */
 #include <math.h>
@@ -248,13 +253,61 @@ static void test_reinit(mt_ctx_t *t)
               "weft_comm_create (harness comm again)");
 }
 
+/* 6. An MPI-transport allreduce on a new communicator, checked. */
+static void mpi_comm_works(mt_ctx_t *t, const char *when)
+{
+    weft_comm_t c = NULL;
+    if (!MT_STATUS(t, create_with(WEFT_TRANSPORT_MPI, &c), WEFT_SUCCESS, "MPI-transport comm")) {
+        MT_CHECK(t, 0, "no MPI-transport communicator %s", when);
+        return;
+    }
+    int mine = t->rank + 1, sum = 0;
+    MT_STATUS(t, weft_allreduce(&mine, &sum, 1, WEFT_INT32, WEFT_SUM, c), WEFT_SUCCESS,
+              "allreduce on the MPI-transport comm");
+    MT_CHECK(t, sum == t->size * (t->size + 1) / 2, "allreduce %s: %d, expected %d", when, sum,
+             t->size * (t->size + 1) / 2);
+    MT_STATUS(t, weft_comm_destroy(c), WEFT_SUCCESS, "weft_comm_destroy");
+}
+
+static void test_ucx_unusable(mt_ctx_t *t)
+{
+    for (int life = 0; life < 2; life++) {
+        for (int attempt = 0; attempt < 2; attempt++) { /* the second fails fast */
+            weft_comm_t c = NULL;
+            MT_STATUS(t, create_with(WEFT_TRANSPORT_UCX, &c), WEFT_ERR_UCX,
+                      "UCX comm with an unusable WEFT_UCX_TLS");
+            MT_CHECK(t, c == NULL, "a failed create set the handle (life %d, attempt %d)", life,
+                     attempt);
+        }
+        int one = 1, sum = 0;
+        MT_CHECK(t, MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
+                        sum == t->size,
+                 "MPI_Allreduce after the failed UCX start: %d, expected %d", sum, t->size);
+        mpi_comm_works(t, life ? "after weft_init again" : "after the failed UCX start");
+        if (life == 0) {
+            MT_STATUS(t, weft_comm_destroy(t->comm), WEFT_SUCCESS, "weft_comm_destroy (harness)");
+            t->comm = NULL;
+            if (!MT_STATUS(t, weft_finalize(), WEFT_SUCCESS, "weft_finalize") ||
+                !MT_STATUS(t, weft_init(NULL), WEFT_SUCCESS, "weft_init again"))
+                return;
+            MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, NULL, &t->comm), WEFT_SUCCESS,
+                      "weft_comm_create (harness comm again)");
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t t;
     int rc = mt_init(&t, &argc, &argv);
     if (rc != 0) return rc;
+    const char *unusable = getenv("MT_UCX_UNUSABLE");
     test_names(&t);
     test_default(&t);
+    if (unusable && strcmp(unusable, "1") == 0) {
+        if (HAVE_UCX) test_ucx_unusable(&t);
+        return mt_finish(&t);
+    }
     test_both(&t);
     test_errors(&t);
     test_reinit(&t);
