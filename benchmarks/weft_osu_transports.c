@@ -13,7 +13,9 @@
  * timing barriers). allreduce: weft_allreduce on each communicator, with each
  * one's automatic algorithm choice (or -a ALGO on both; the algorithm column
  * names both when they differ, MPI transport's first), and MPI_Allreduce (SUM,
- * -T TYPE, float32 by default). Default -m 4:64K. Needs a build with the UCX
+ * -T TYPE, float32 by default). -m is in bytes, default 4:64K: the ping-pong
+ * sends each size as it is, the allreduce rounds it down to whole -T elements
+ * (sizes below one element are left out of it). Needs a build with the UCX
  * transport (exit 77 without: there is nothing to compare).
  */
 #include <math.h>
@@ -168,7 +170,11 @@ int main(int argc, char **argv)
                          .extra = parse_extra,
                          .extra_ud = &mode,
                          .min_bytes = 4,
-                         .max_bytes = 64u << 10};
+                         .max_bytes = 64u << 10,
+                         /* -m is in bytes for the ping-pong (1 B is a size); the
+                          * allreduce rounds each size down to whole -T elements
+                          * and skips those below one. */
+                         .bytes_only = 1};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if ((mode & 1) && b.size < 2) {
