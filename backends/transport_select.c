@@ -1,19 +1,17 @@
 /*
  * transport_select.c - which point-to-point transport a new communicator
  * uses: the one weft_comm_create_ex asks for, or by default the one
- * WEFT_TRANSPORT names (read once into weft__cfg.transport):
+ * WEFT_TRANSPORT names (parsed once, by weft_init, into weft__cfg.transport):
  *
  *   mpi   MPI point-to-point (backends/mpi), always built;
  *   ucx   UCP tag matching (backends/ucx); WEFT_ERR_UNSUPPORTED if UCX is not
  *         built in;
- *   auto  (default, also an empty value) UCX when built in, else MPI. The rule
+ *   auto  (default, also an empty value; WEFT_TRANSPORT_DEFAULT in
+ *         weft__cfg.transport) UCX when built in, else MPI. The rule
  *         and the measurements behind it are in doc/ucx.md.
  *
  * Compiled with and without UCX: weft__transport_ucx() is NULL without it.
  */
-#include <string.h>
-#include <strings.h>
-
 #include "weft_internal.h"
 
 /** See weft_internal.h. Any thread (reads weft__cfg, set once at init). */
@@ -24,16 +22,8 @@ const weft__transport_t *weft__transport_choose(weft_transport_t want, weft_stat
 
     *st = WEFT_SUCCESS;
     if (want == WEFT_TRANSPORT_DEFAULT) {
-        const char *env = weft__cfg.transport;
-        if (env[0] == '\0' || strcasecmp(env, "auto") == 0)
-            return ucx != NULL ? ucx : &weft__transport_mpi;
-        if (strcasecmp(env, "mpi") == 0) return &weft__transport_mpi;
-        if (strcasecmp(env, "ucx") != 0) {
-            WEFT__ERROR("WEFT_TRANSPORT=%s: unknown transport (expected auto, mpi or ucx)", env);
-            *st = WEFT_ERR_INVALID_ARG;
-            return NULL;
-        }
-        want = WEFT_TRANSPORT_UCX;
+        want = weft__cfg.transport;
+        if (want == WEFT_TRANSPORT_DEFAULT) return ucx != NULL ? ucx : &weft__transport_mpi;
         asked = "WEFT_TRANSPORT=ucx";
     }
     if (want == WEFT_TRANSPORT_MPI) return &weft__transport_mpi;

@@ -106,6 +106,25 @@ static weft_status_t copy_str(const char *name, char *dst, size_t cap)
     return WEFT_SUCCESS;
 }
 
+/* WEFT_TRANSPORT: "auto" is WEFT_TRANSPORT_DEFAULT (the rule of
+ * backends/transport_select.c), the others are weft_transport_name's names. */
+static weft_status_t parse_transport(weft_transport_t *out)
+{
+    const char *v = value_of("WEFT_TRANSPORT");
+    if (strcmp(v, "auto") == 0) {
+        *out = WEFT_TRANSPORT_DEFAULT;
+        return WEFT_SUCCESS;
+    }
+    for (int t = WEFT_TRANSPORT_DEFAULT + 1; t < WEFT_TRANSPORT_COUNT; t++) {
+        if (strcmp(v, weft_transport_name((weft_transport_t)t)) == 0) {
+            *out = (weft_transport_t)t;
+            return WEFT_SUCCESS;
+        }
+    }
+    WEFT__ERROR("WEFT_TRANSPORT=\"%s\": expected auto, mpi or ucx", v);
+    return WEFT_ERR_INVALID_ARG;
+}
+
 static const char *const coll_env[WEFT_COLL_COUNT] = {
     [WEFT_COLL_ALLREDUCE] = "WEFT_ALLREDUCE_ALGO", [WEFT_COLL_REDUCE_SCATTER] = "WEFT_REDUCE_SCATTER_ALGO",
     [WEFT_COLL_ALLGATHER] = "WEFT_ALLGATHER_ALGO", [WEFT_COLL_BCAST] = "WEFT_BCAST_ALGO",
@@ -139,11 +158,7 @@ weft_status_t weft__config_load(void)
     WEFT__CHECK(parse_double("WEFT_TIMEOUT", 0, 1e9, &c.timeout_s));
     WEFT__CHECK(copy_str("WEFT_PROFILE", c.profile_path, sizeof c.profile_path));
     WEFT__CHECK(copy_str("WEFT_TRACE", c.trace_path, sizeof c.trace_path));
-    WEFT__CHECK(copy_str("WEFT_TRANSPORT", c.transport, sizeof c.transport));
-    if (strcmp(c.transport, "auto") && strcmp(c.transport, "mpi") && strcmp(c.transport, "ucx")) {
-        WEFT__ERROR("WEFT_TRANSPORT=\"%s\": expected auto, mpi or ucx", c.transport);
-        return WEFT_ERR_INVALID_ARG;
-    }
+    WEFT__CHECK(parse_transport(&c.transport));
     WEFT__CHECK(parse_long("WEFT_RING_CHUNK", 0, 1L << 40, &l));
     c.ring_chunk = (size_t)l;
     WEFT__CHECK(parse_long("WEFT_SPIN", 0, 100000000, &l));

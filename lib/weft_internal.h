@@ -40,7 +40,7 @@ typedef struct weft__config {
     int log_level;                           /* WEFT_LOG_LEVEL */
     char profile_path[1024];                 /* WEFT_PROFILE */
     char trace_path[1024];                   /* WEFT_TRACE */
-    char transport[16];                      /* WEFT_TRANSPORT: auto|mpi|ucx */
+    weft_transport_t transport;              /* WEFT_TRANSPORT: auto (DEFAULT), mpi, ucx */
     size_t ring_chunk;                       /* WEFT_RING_CHUNK bytes */
     int spin;                                /* WEFT_SPIN: empty passes before yielding */
     int max_sleep_us;                        /* WEFT_MAX_SLEEP_US: oversubscribed backoff cap */
@@ -193,7 +193,7 @@ extern const weft__transport_t weft__transport_mpi;
 const weft__transport_t *weft__transport_ucx(void);
 /**
  * The transport for a new communicator: `want`, or for WEFT_TRANSPORT_DEFAULT
- * the one WEFT_TRANSPORT names (weft__cfg.transport: auto|mpi|ucx;
+ * the one WEFT_TRANSPORT names (weft__cfg.transport, parsed by weft_init;
  * backends/transport_select.c). NULL with *st set (and logged) when the
  * asked-for transport is not built or the value is unknown. Any thread.
  */
