@@ -490,8 +490,13 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
         printf("# Algorithm: forced by the environment, %s=%s\n", env_algo_var, env_algo);
     else
         printf("# Algorithm: auto (Weft's selection)\n");
+    /* The transport the benchmark's communicator runs over, and what chose it. */
     const char *tp = getenv("WEFT_TRANSPORT");
-    printf("# Transport: %s\n", tp && *tp ? tp : "auto (WEFT_TRANSPORT unset)");
+    weft_transport_t used = WEFT_TRANSPORT_DEFAULT;
+    const char *used_name = weft_comm_get_transport(b->comm, &used) == WEFT_SUCCESS
+                                ? weft_transport_name(used) : "?";
+    printf("# Transport: %s (WEFT_TRANSPORT=%s)\n", used_name ? used_name : "?",
+           tp && *tp ? tp : "auto, unset");
     /* Weft's progress thread inherits the rank's binding: bound, it shares
      * the rank's core (mpiexec -bind-to core); unbound, the scheduler moves
      * both threads across the cores (doc/benchmarks.md, "Binding"). */

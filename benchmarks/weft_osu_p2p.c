@@ -288,9 +288,6 @@ int main(int argc, char **argv)
         goto out_free;
     }
     bench_print_header(&b, &o, "Weft point-to-point test (weft_osu_p2p)", NULL);
-    const char *tp = getenv("WEFT_TRANSPORT");
-    bench_printf(&b, "# Weft transport: %s\n",
-                 tp && *tp ? tp : "auto (WEFT_TRANSPORT unset)");
     bench_printf(&b, "# Ranks 0 and 1 communicate; MPI baseline on its own dup of "
                      "MPI_COMM_WORLD\n");
 
