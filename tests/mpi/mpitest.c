@@ -291,6 +291,25 @@ static uint64_t mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+static uint8_t byte_of(int src, uint32_t salt, size_t i)
+{
+    uint32_t v = (uint32_t)src * 2654435761u ^ salt * 40503u;
+    v += (uint32_t)i * 2246822519u + (uint32_t)(i >> 11);
+    return (uint8_t)(v ^ (v >> 13) ^ (v >> 24));
+}
+
+void mt_fill_bytes(uint8_t *buf, size_t n, int src, uint32_t salt)
+{
+    for (size_t i = 0; i < n; i++) buf[i] = byte_of(src, salt, i);
+}
+
+size_t mt_bad_bytes(const uint8_t *buf, size_t n, int src, uint32_t salt)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += buf[i] != byte_of(src, salt, i);
+    return bad;
+}
+
 void mt_fill(void *buf, size_t count, weft_datatype_t dt, weft_op_t op, int rank, uint64_t seed)
 {
     int is_signed = dt == WEFT_INT8 || dt == WEFT_INT32 || dt == WEFT_INT64 || mt_dtype_is_float(dt);

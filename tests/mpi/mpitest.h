@@ -104,6 +104,15 @@ void mt_fill(void *buf, size_t count, weft_datatype_t dt, weft_op_t op, int rank
              uint64_t seed);
 
 /**
+ * Byte payloads for point-to-point checks: mt_fill_bytes writes n bytes that
+ * depend on (src, salt, i), so that a receiver recomputes what rank src sent
+ * (salt tells apart the messages of one sender: tag, round, transport);
+ * mt_bad_bytes counts the bytes of buf that differ from that payload.
+ */
+void mt_fill_bytes(uint8_t *buf, size_t n, int src, uint32_t salt);
+size_t mt_bad_bytes(const uint8_t *buf, size_t n, int src, uint32_t salt);
+
+/**
  * Compare got with ref element by element: integers bit-exact; floats with
  * |got - ref| <= rtol * max(|ref|, 1) (rtol = 0: bitwise; NaN == NaN).
  * Counts one error (and prints up to 5 mismatches) if any differ. Returns

@@ -72,13 +72,6 @@ static weft_status_t create_with(weft_transport_t tp, weft_comm_t *c)
     return weft_comm_create_ex(MPI_COMM_WORLD, NULL, &p, c);
 }
 
-static uint8_t pattern(int src, size_t i, int which)
-{
-    uint32_t v = (uint32_t)src * 2654435761u ^ (uint32_t)which * 40503u;
-    v += (uint32_t)i * 2246822519u;
-    return (uint8_t)(v ^ (v >> 13) ^ (v >> 24));
-}
-
 /* 3. */
 static void test_both(mt_ctx_t *t)
 {
@@ -152,7 +145,7 @@ static void test_both(mt_ctx_t *t)
             mt_error(t, "out of memory");
             goto free_ring;
         }
-        for (size_t i = 0; i < nb; i++) sb[k][i] = pattern(t->rank, i, k);
+        mt_fill_bytes(sb[k], nb, t->rank, (uint32_t)k);
     }
     for (int k = 0; k < n_tp; k++) {
         MT_STATUS(t, weft_irecv(rb[k], nb, WEFT_UINT8, left, 5, c[k], &r[2 * k]), WEFT_SUCCESS,
@@ -162,8 +155,7 @@ static void test_both(mt_ctx_t *t)
     }
     MT_STATUS(t, weft_waitall((size_t)(2 * n_tp), r), WEFT_SUCCESS, "weft_waitall");
     for (int k = 0; k < n_tp; k++) {
-        size_t bad = 0;
-        for (size_t i = 0; i < nb; i++) bad += rb[k][i] != pattern(left, i, k);
+        const size_t bad = mt_bad_bytes(rb[k], nb, left, (uint32_t)k);
         MT_CHECK(t, bad == 0, "ring over %s: %zu of %zu bytes wrong", weft_transport_name(tp[k]),
                  bad, nb);
     }

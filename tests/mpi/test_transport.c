@@ -29,24 +29,18 @@
 
 #include "mpitest.h"
 
-static uint8_t pattern(int src, int tag, size_t i, unsigned salt)
-{
-    uint32_t v = (uint32_t)src * 2654435761u ^ (uint32_t)tag * 40503u ^ salt * 97u;
-    v += (uint32_t)i * 2246822519u + (uint32_t)(i >> 11);
-    return (uint8_t)(v ^ (v >> 13) ^ (v >> 24));
-}
+/* One payload per (sender, tag, salt): mpitest's byte payload. */
+static uint32_t salt_of(int tag, unsigned salt) { return (uint32_t)tag * 65599u ^ salt * 97u; }
 
 static void fill(uint8_t *buf, size_t n, int src, int tag, unsigned salt)
 {
-    for (size_t i = 0; i < n; i++) buf[i] = pattern(src, tag, i, salt);
+    mt_fill_bytes(buf, n, src, salt_of(tag, salt));
 }
 
-/* Number of bytes of buf that differ from the expected pattern. */
+/* Number of bytes of buf that differ from the expected payload. */
 static size_t count_bad(const uint8_t *buf, size_t n, int src, int tag, unsigned salt)
 {
-    size_t bad = 0;
-    for (size_t i = 0; i < n; i++) bad += buf[i] != pattern(src, tag, i, salt);
-    return bad;
+    return mt_bad_bytes(buf, n, src, salt_of(tag, salt));
 }
 
 static void check_payload(mt_ctx_t *t, const uint8_t *buf, size_t n, int src, int tag,
