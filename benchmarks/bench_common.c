@@ -625,6 +625,20 @@ double bench_median(const double *v, int n)
     return m;
 }
 
+int bench_pingpong(const bench_ctx_t *b, long iters, bench_pp_step_fn step, void *ud)
+{
+    const int me = b->rank;
+    if (me > 1) return 0;
+    for (long i = 0; i < iters; i++) {
+        for (int half = 0; half < 2; half++) {
+            const int send = (half == 0) == (me == 0); /* rank 0 sends first */
+            const int rc = step(ud, send, 1 - me);
+            if (rc != 0) return rc;
+        }
+    }
+    return 0;
+}
+
 int bench_max_over_ranks(const bench_ctx_t *b, double *v, int n)
 {
     BENCH_MPI(b, MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, b->ctl));

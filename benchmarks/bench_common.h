@@ -249,6 +249,15 @@ typedef struct bench_result {
 int bench_run_interleaved(bench_ctx_t *b, const bench_timing_t *tm, const bench_variant_t *v,
                           int nv, bench_result_t *res);
 
+/** One side of a ping-pong message: send to (send = 1) or receive from
+ * `peer`; 0 on success, nonzero (reported by the step) to stop. */
+typedef int (*bench_pp_step_fn)(void *ud, int send, int peer);
+/**
+ * iters round trips between ranks 0 and 1, rank 0 sending first (osu_latency's
+ * pattern); ranks above 1 return 0 at once. Returns the first nonzero step.
+ */
+int bench_pingpong(const bench_ctx_t *b, long iters, bench_pp_step_fn step, void *ud);
+
 /** Median of n values (does not modify v); NaN for n == 0. */
 double bench_median(const double *v, int n);
 /** Maximum over ranks of n doubles, in place, on every rank (collective). */

@@ -110,24 +110,22 @@ typedef struct side {
     int mpi; /* 0: raw UCX, 1: MPI_Send/MPI_Recv, 2: MPI_Isend/MPI_Irecv + MPI_Test */
 } side_t;
 
-static int lat_run(void *ud, long iters, int round)
+/* One message of the ping-pong on side d (bench_pingpong's step). */
+static int lat_step(void *ud, int send, int peer)
 {
     side_t *d = ud;
     raw_t *r = d->r;
+    return d->mpi == 2 ? mpi_test_step(r, send, peer)
+           : d->mpi    ? mpi_step(r, send, peer)
+           : send      ? ucx_send(r)
+                       : ucx_recv(r);
+}
+
+static int lat_run(void *ud, long iters, int round)
+{
+    side_t *d = ud;
     (void)round;
-    const int me = r->b->rank;
-    if (me > 1) return 0;
-    for (long i = 0; i < iters; i++) {
-        for (int step = 0; step < 2; step++) {
-            const int send = (step == 0) == (me == 0); /* rank 0 sends first */
-            int rc = d->mpi == 2 ? mpi_test_step(r, send, 1 - me)
-                     : d->mpi    ? mpi_step(r, send, 1 - me)
-                     : send      ? ucx_send(r)
-                                 : ucx_recv(r);
-            if (rc != 0) return 1;
-        }
-    }
-    return 0;
+    return bench_pingpong(d->r->b, iters, lat_step, d);
 }
 
 /* Context, worker, endpoint to the peer (ranks 0 and 1). Collective. */

@@ -59,52 +59,36 @@ static int mpi_fail(state_t *s, const char *what, int rc)
 }
 
 /* ---- latency: ping-pong ------------------------------------------------------ */
+static int step_weft(void *ud, int send, int peer)
+{
+    state_t *s = ud;
+    weft_status_t st = send ? weft_send(s->sbuf, s->bytes, WEFT_UINT8, peer, TAG_DATA, s->b->comm)
+                            : weft_recv(s->rbuf, s->bytes, WEFT_UINT8, peer, TAG_DATA, s->b->comm);
+    return st == WEFT_SUCCESS ? 0 : weft_fail(s, send ? "weft_send" : "weft_recv", st);
+}
+
+static int step_mpi(void *ud, int send, int peer)
+{
+    state_t *s = ud;
+    const int n = (int)s->bytes;
+    int rc = send ? MPI_Send(s->msbuf, n, MPI_BYTE, peer, TAG_DATA, s->b->mpi_comm)
+                  : MPI_Recv(s->mrbuf, n, MPI_BYTE, peer, TAG_DATA, s->b->mpi_comm,
+                             MPI_STATUS_IGNORE);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(s, send ? "MPI_Send" : "MPI_Recv", rc);
+}
+
 static int lat_weft(void *ud, long iters, int round)
 {
     state_t *s = ud;
-    weft_comm_t c = s->b->comm;
-    weft_status_t st;
     (void)round;
-    if (s->b->rank > 1) return 0;
-    for (long i = 0; i < iters; i++) {
-        if (s->b->rank == 0) {
-            if ((st = weft_send(s->sbuf, s->bytes, WEFT_UINT8, 1, TAG_DATA, c)) != WEFT_SUCCESS)
-                return weft_fail(s, "weft_send", st);
-            if ((st = weft_recv(s->rbuf, s->bytes, WEFT_UINT8, 1, TAG_DATA, c)) != WEFT_SUCCESS)
-                return weft_fail(s, "weft_recv", st);
-        } else {
-            if ((st = weft_recv(s->rbuf, s->bytes, WEFT_UINT8, 0, TAG_DATA, c)) != WEFT_SUCCESS)
-                return weft_fail(s, "weft_recv", st);
-            if ((st = weft_send(s->sbuf, s->bytes, WEFT_UINT8, 0, TAG_DATA, c)) != WEFT_SUCCESS)
-                return weft_fail(s, "weft_send", st);
-        }
-    }
-    return 0;
+    return bench_pingpong(s->b, iters, step_weft, s);
 }
 
 static int lat_mpi(void *ud, long iters, int round)
 {
     state_t *s = ud;
-    MPI_Comm c = s->b->mpi_comm;
-    int rc, n = (int)s->bytes;
     (void)round;
-    if (s->b->rank > 1) return 0;
-    for (long i = 0; i < iters; i++) {
-        if (s->b->rank == 0) {
-            if ((rc = MPI_Send(s->msbuf, n, MPI_BYTE, 1, TAG_DATA, c)) != MPI_SUCCESS)
-                return mpi_fail(s, "MPI_Send", rc);
-            if ((rc = MPI_Recv(s->mrbuf, n, MPI_BYTE, 1, TAG_DATA, c, MPI_STATUS_IGNORE)) !=
-                MPI_SUCCESS)
-                return mpi_fail(s, "MPI_Recv", rc);
-        } else {
-            if ((rc = MPI_Recv(s->mrbuf, n, MPI_BYTE, 0, TAG_DATA, c, MPI_STATUS_IGNORE)) !=
-                MPI_SUCCESS)
-                return mpi_fail(s, "MPI_Recv", rc);
-            if ((rc = MPI_Send(s->msbuf, n, MPI_BYTE, 0, TAG_DATA, c)) != MPI_SUCCESS)
-                return mpi_fail(s, "MPI_Send", rc);
-        }
-    }
-    return 0;
+    return bench_pingpong(s->b, iters, step_mpi, s);
 }
 
 /* ---- bandwidth: window of nonblocking sends + ack ---------------------------- */

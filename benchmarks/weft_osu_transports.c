@@ -48,36 +48,32 @@ static int weft_fail(state_t *s, const char *what, weft_status_t st, int k)
     return 1;
 }
 
-static int lat_run(void *ud, long iters, int round)
+/* One message of the ping-pong on side k (bench_pingpong's step). */
+static int lat_step(void *ud, int send, int peer)
 {
     side_t *d = ud;
     state_t *s = d->s;
-    const int me = s->b->rank, k = d->k;
-    (void)round;
-    if (me > 1) return 0;
-    const int peer = 1 - me;
-    for (long i = 0; i < iters; i++) {
-        for (int step = 0; step < 2; step++) {
-            const int send = (step == 0) == (me == 0); /* rank 0 sends first */
-            if (k < 2) {
-                weft_status_t st =
-                    send ? weft_send(s->sbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k])
-                         : weft_recv(s->rbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k]);
-                if (st != WEFT_SUCCESS) return weft_fail(s, send ? "weft_send" : "weft_recv", st, k);
-            } else {
-                int rc = send ? MPI_Send(s->sbuf[2], (int)s->bytes, MPI_BYTE, peer, TAG_DATA,
-                                         s->b->mpi_comm)
-                              : MPI_Recv(s->rbuf[2], (int)s->bytes, MPI_BYTE, peer, TAG_DATA,
-                                         s->b->mpi_comm, MPI_STATUS_IGNORE);
-                if (rc != MPI_SUCCESS) {
-                    bench_error(s->b, "%s(%zu bytes) failed (MPI code %d)",
-                                send ? "MPI_Send" : "MPI_Recv", s->bytes, rc);
-                    return 1;
-                }
-            }
-        }
+    const int k = d->k;
+    if (k < 2) {
+        weft_status_t st =
+            send ? weft_send(s->sbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k])
+                 : weft_recv(s->rbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k]);
+        return st == WEFT_SUCCESS ? 0 : weft_fail(s, send ? "weft_send" : "weft_recv", st, k);
     }
-    return 0;
+    int rc = send ? MPI_Send(s->sbuf[2], (int)s->bytes, MPI_BYTE, peer, TAG_DATA, s->b->mpi_comm)
+                  : MPI_Recv(s->rbuf[2], (int)s->bytes, MPI_BYTE, peer, TAG_DATA, s->b->mpi_comm,
+                             MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) return 0;
+    bench_error(s->b, "%s(%zu bytes) failed (MPI code %d)", send ? "MPI_Send" : "MPI_Recv",
+                s->bytes, rc);
+    return 1;
+}
+
+static int lat_run(void *ud, long iters, int round)
+{
+    side_t *d = ud;
+    (void)round;
+    return bench_pingpong(d->s->b, iters, lat_step, d);
 }
 
 static int allreduce_run(void *ud, long iters, int round)
