@@ -87,7 +87,6 @@ static void release_locked(uint32_t idx)
     R.free_head = idx + 1;
 }
 
-
 /* Free every slot and the ops nobody waited for. weft_finalize, engine stopped. */
 void weft__request_fini(void)
 {

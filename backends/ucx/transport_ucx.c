@@ -5,9 +5,8 @@
  * This one drives the network through UCX directly: one UCP context and one
  * worker per process (created lazily by the first comm_open), one endpoint
  * per peer process shared by the communicators (ucx_peer_t), and
- * ucp_tag_send_nbx / ucp_tag_recv_nbx
- * with a 64-bit tag that names the communicator, the source rank and the
- * 32-bit Weft tag. Design notes: doc/ucx.md.
+ * ucp_tag_send_nbx / ucp_tag_recv_nbx with a 64-bit tag that names the
+ * communicator, the source rank and the 32-bit Weft tag. Design notes: doc/ucx.md.
  *
  * Tag layout (most significant bit first):
  *
@@ -60,8 +59,8 @@ typedef struct ucx_comm {
 
 /*
  * Endpoints: one per peer worker, shared by every communicator that includes
- * that peer. UCX pairs the two sides' endpoints of a
- * pair of workers in creation order; with an endpoint per communicator, two
+ * that peer. UCX pairs the two sides' endpoints of a pair of workers in
+ * creation order; with an endpoint per communicator, two
  * communicators created concurrently by different threads could pair
  * crosswise (this side's endpoint of X with the peer's endpoint of Y), and
  * closing X's endpoints then cancelled Y's requests ("Request canceled").
@@ -276,7 +275,6 @@ void weft__transport_ucx_shutdown(void)
     g_init_failed = 0;
     pthread_mutex_unlock(&g_lock);
 
-
     pthread_mutex_lock(&g_id_lock);
     memset(g_id_used, 0, sizeof(g_id_used));
     g_id_next = 0;
@@ -355,8 +353,7 @@ static void id_release(uint32_t id)
  * flight and the flush completes locally, even if a peer has finalized
  * already (force mode would need UCP_ERR_HANDLING_MODE_PEER endpoints: UCX
  * answers it with "Invalid parameter" here). Progresses the worker until the
- * closes completed; one
- * still pending after UCX_CLOSE_TIMEOUT_S is left to the worker's
+ * closes completed; one still pending after UCX_CLOSE_TIMEOUT_S is left to the worker's
  * destruction and reported. Thread: the finalising thread (takes the
  * progress lock per pass, like every use of the worker). Errors are logged.
  */
