@@ -15,6 +15,7 @@
 #include <time.h>
 
 #define BENCH_MAX_BYTES ((size_t)1 << 30) /* 1 GiB per buffer is plenty here */
+#define BENCH_MPI_TAG 3                      /* bench_mpi_step's messages (on mpi_comm) */
 
 /* ---- messages ------------------------------------------------------------------ */
 void bench_printf(const bench_ctx_t *b, const char *fmt, ...)
@@ -495,8 +496,12 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
     weft_transport_t used = WEFT_TRANSPORT_DEFAULT;
     const char *used_name = weft_comm_get_transport(b->comm, &used) == WEFT_SUCCESS
                                 ? weft_transport_name(used) : "?";
-    printf("# Transport: %s (WEFT_TRANSPORT=%s)\n", used_name ? used_name : "?",
-           tp && *tp ? tp : "auto, unset");
+    if (b->own_comms)
+        printf("# Transport: per communicator the program times (below); WEFT_TRANSPORT=%s\n",
+               tp && *tp ? tp : "auto, unset");
+    else
+        printf("# Transport: %s (WEFT_TRANSPORT=%s)\n", used_name ? used_name : "?",
+               tp && *tp ? tp : "auto, unset");
     /* Weft's progress thread inherits the rank's binding: bound, it shares
      * the rank's core (mpiexec -bind-to core); unbound, the scheduler moves
      * both threads across the cores (doc/benchmarks.md, "Binding"). */
@@ -530,6 +535,20 @@ void *bench_alloc(size_t bytes)
     void *p = aligned_alloc(64, rounded);
     if (p) memset(p, 0, rounded);
     return p;
+}
+
+int bench_alloc_pairs(const bench_ctx_t *b, char **sbuf, char **rbuf, int n, size_t bytes)
+{
+    int ok = 1, all_ok = 0;
+    for (int k = 0; k < n; k++) {
+        sbuf[k] = bench_alloc(bytes);
+        rbuf[k] = bench_alloc(bytes);
+        ok = ok && sbuf[k] && rbuf[k];
+    }
+    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b->ctl) == MPI_SUCCESS && all_ok)
+        return 0;
+    bench_error(b, "cannot allocate %d buffers of %zu bytes", 2 * n, bytes);
+    return 1;
 }
 
 static uint16_t float_to_half_bits(float f)
@@ -637,6 +656,18 @@ int bench_pingpong(const bench_ctx_t *b, long iters, bench_pp_step_fn step, void
         }
     }
     return 0;
+}
+
+int bench_mpi_step(const bench_ctx_t *b, const void *sbuf, void *rbuf, size_t bytes, int send,
+                   int peer)
+{
+    const int n = (int)bytes; /* bench_parse caps -m at 1 GiB */
+    int rc = send ? MPI_Send(sbuf, n, MPI_BYTE, peer, BENCH_MPI_TAG, b->mpi_comm)
+                  : MPI_Recv(rbuf, n, MPI_BYTE, peer, BENCH_MPI_TAG, b->mpi_comm,
+                             MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) return 0;
+    bench_error(b, "%s(%zu bytes) failed (MPI code %d)", send ? "MPI_Send" : "MPI_Recv", bytes, rc);
+    return 1;
 }
 
 int bench_max_over_ranks(const bench_ctx_t *b, double *v, int n)

@@ -55,6 +55,8 @@ typedef struct bench_ctx {
     double t_start;      /* MPI_Wtime() at bench_init */
     double last_progress;/* when the last progress line was printed */
     int quiet;           /* no progress lines (--quiet) */
+    int own_comms;       /* the program times communicators of its own, not `comm`: the
+                          * header's transport line says so instead of naming comm's */
 } bench_ctx_t;
 
 /**
@@ -83,7 +85,7 @@ void bench_error(const bench_ctx_t *b, const char *fmt, ...) __attribute__((form
 
 /* ---- options ------------------------------------------------------------------ */
 typedef struct bench_opts {
-    size_t min_bytes, max_bytes; /* -m MIN:MAX (default 4:16777216) */
+    size_t min_bytes, max_bytes; /* -m MIN:MAX (default: the program's bench_spec_t) */
     long iters;                  /* -i: timed iterations per variant per size; 0 = scaled */
     long warmup;                 /* -x: warm-up iterations per variant; -1 = scaled */
     int rounds;                  /* -r / --rounds: interleaved rounds (default 5) */
@@ -165,8 +167,9 @@ int bench_parse_long(const char *s, long min, long *out);
 /**
  * Print the '#' header lines: title, Weft version, number of ranks, datatype,
  * which algorithm forcing is in effect (-a, or WEFT_<COLL>_ALGO from the
- * environment named by env_algo_var, may be NULL), the transport asked for
- * (WEFT_TRANSPORT), and the timing method. Rank 0.
+ * environment named by env_algo_var, may be NULL), the transport `comm` runs
+ * over and WEFT_TRANSPORT's value (or, with own_comms, that the program's own
+ * communicators are timed), the binding, and the timing method. Rank 0.
  */
 void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char *title,
                         const char *env_algo_var);
@@ -187,6 +190,13 @@ void bench_fill(void *buf, size_t count, weft_datatype_t dt, int rank);
 
 /** Allocate `bytes` (at least 1) aligned to 64 bytes, zeroed; NULL on failure. */
 void *bench_alloc(size_t bytes);
+/**
+ * n send and n receive buffers of `bytes` each (bench_alloc). Returns 0 when
+ * every rank got all of them, else 1 on every rank (reported once; the
+ * buffers that were allocated are left for the caller to free, NULL the
+ * others). Collective over b->ctl.
+ */
+int bench_alloc_pairs(const bench_ctx_t *b, char **sbuf, char **rbuf, int n, size_t bytes);
 
 /**
  * Loop over the sizes of -m: MIN, 2*MIN, 4*MIN, ... up to MAX, without
@@ -216,7 +226,8 @@ bench_timing_t bench_timing_for(const bench_opts_t *o, size_t bytes);
 /**
  * One thing to time: run(ud, iters, round) runs `iters` iterations and returns
  * 0, or a nonzero error (a weft_status_t or an MPI code; it should print the
- * cause). `round` is the round index (-1 during warm-up) so that a variant
+ * cause). `round` is the round index (-1 during warm-up and for the untimed
+ * iteration before each block) so that a variant
  * can keep per-round figures of its own (e.g. compute time inside the loop).
  */
 typedef struct bench_variant {
@@ -257,6 +268,10 @@ typedef int (*bench_pp_step_fn)(void *ud, int send, int peer);
  * pattern); ranks above 1 return 0 at once. Returns the first nonzero step.
  */
 int bench_pingpong(const bench_ctx_t *b, long iters, bench_pp_step_fn step, void *ud);
+/** A plain-MPI ping-pong step: MPI_Send of sbuf or MPI_Recv into rbuf, bytes
+ * bytes, on b->mpi_comm; 0, or 1 with the failure reported. */
+int bench_mpi_step(const bench_ctx_t *b, const void *sbuf, void *rbuf, size_t bytes, int send,
+                   int peer);
 
 /** Median of n values (does not modify v); NaN for n == 0. */
 double bench_median(const double *v, int n);

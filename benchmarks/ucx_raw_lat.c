@@ -17,6 +17,7 @@
  * thread - the calls Weft's UCX transport makes, without its engine. Ranks
  * above 1 only join the timing barriers. Exit 77 on one rank.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,17 +76,6 @@ static int ucx_recv(raw_t *r)
                     "ucp_tag_recv_nbx");
 }
 
-static int mpi_step(raw_t *r, int send, int peer)
-{
-    int rc = send ? MPI_Send(r->sbuf[1], (int)r->bytes, MPI_BYTE, peer, MPI_TAG_DATA, r->b->mpi_comm)
-                  : MPI_Recv(r->rbuf[1], (int)r->bytes, MPI_BYTE, peer, MPI_TAG_DATA, r->b->mpi_comm,
-                             MPI_STATUS_IGNORE);
-    if (rc == MPI_SUCCESS) return 0;
-    bench_error(r->b, "%s(%zu bytes) failed (MPI code %d)", send ? "MPI_Send" : "MPI_Recv", r->bytes,
-                rc);
-    return 1;
-}
-
 /* MPI_Isend or MPI_Irecv, then MPI_Test until done: Weft's MPI transport's
  * calls (backends/mpi), without Weft's engine around them. */
 static int mpi_test_step(raw_t *r, int send, int peer)
@@ -116,7 +106,7 @@ static int lat_step(void *ud, int send, int peer)
     side_t *d = ud;
     raw_t *r = d->r;
     return d->mpi == 2 ? mpi_test_step(r, send, peer)
-           : d->mpi    ? mpi_step(r, send, peer)
+           : d->mpi    ? bench_mpi_step(r->b, r->sbuf[1], r->rbuf[1], r->bytes, send, peer)
            : send      ? ucx_send(r)
                        : ucx_recv(r);
 }
@@ -235,40 +225,34 @@ int main(int argc, char **argv)
                          .what = "UCX's own ping-pong latency (a worker of its own, no Weft code), "
                                  "MPI_Send/MPI_Recv, and MPI_Isend/MPI_Irecv polled with MPI_Test, "
                                  "interleaved in the same processes.",
+                         .extra_usage = "  (-T is not used: messages are bytes; -a is refused)\n",
                          .min_bytes = 4,
                          .max_bytes = 64u << 10,
                          .bytes_only = 1};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
+    if (o.algo_given) {
+        if (b.rank == 0)
+            fprintf(stderr, "ucx_raw_lat: error: -a is not accepted (no collective is timed)\n"
+                            "Try 'ucx_raw_lat --help'.\n");
+        return bench_finalize(&b, 2);
+    }
     if (b.size < 2) {
         if (b.rank == 0) fprintf(stderr, "ucx_raw_lat: needs 2 ranks\n");
         return bench_finalize(&b, 77);
     }
-    if (o.max_bytes > (size_t)INT32_MAX) {
-        if (b.rank == 0) fprintf(stderr, "ucx_raw_lat: -m MAX too large for MPI's int count\n");
-        return bench_finalize(&b, 2);
-    }
 
     raw_t r = {.b = &b};
-    int ok = 1, all_ok = 0;
-    for (int k = 0; k < 3; k++) {
-        r.sbuf[k] = bench_alloc(o.max_bytes);
-        r.rbuf[k] = bench_alloc(o.max_bytes);
-        ok = ok && r.sbuf[k] && r.rbuf[k];
-    }
-    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
-        bench_error(&b, "cannot allocate 6 buffers of %zu bytes", o.max_bytes);
+    if (bench_alloc_pairs(&b, r.sbuf, r.rbuf, 3, o.max_bytes) != 0) {
         rc = 1;
         goto out_free;
     }
-    for (int k = 0; k < 3; k++) memset(r.sbuf[k], 0x5a + b.rank, o.max_bytes);
+    for (int k = 0; k < 3; k++) bench_fill(r.sbuf[k], o.max_bytes, WEFT_UINT8, b.rank);
     if (raw_open(&r) != 0) {
         rc = 1;
         goto out_close;
     }
 
-    weft_transport_t tp = WEFT_TRANSPORT_DEFAULT;
-    (void)weft_comm_get_transport(b.comm, &tp);
     bench_csv_t csv;
     if (bench_csv_open(&b, &csv, o.csv_path,
                        "size_bytes,ucx_raw_us,mpi_us,ucx_over_mpi,mpi_test_us,ucx_over_mpi_test") != 0) {
@@ -278,11 +262,12 @@ int main(int argc, char **argv)
     bench_print_header(&b, &o, "UCX's own latency beside MPI's (ucx_raw_lat)", NULL);
     bench_printf(&b,
                  "# UCX workers in each process, in creation order: MPICH's (MPI_Init), Weft's "
-                 "(only if bench_init's communicator runs over UCX: here %s), this program's\n"
+                 "(only if bench_init's communicator runs over UCX: # Transport above), this "
+                 "program's\n"
                  "# Latency (half round trip, us); mpi: MPI_Send/MPI_Recv, mpi-test: "
                  "MPI_Isend/MPI_Irecv + MPI_Test (as Weft's MPI transport)\n"
                  "%-10s%14s%14s%12s%14s%14s\n",
-                 weft_transport_name(tp), "# Size", "ucx-raw", "mpi", "ucx/mpi", "mpi-test",
+                 "# Size", "ucx-raw", "mpi", "ucx/mpi", "mpi-test",
                  "ucx/mpi-test");
     side_t sides[3] = {{&r, 0}, {&r, 1}, {&r, 2}};
     BENCH_FOR_SIZES(&o, bytes)
@@ -299,7 +284,7 @@ int main(int argc, char **argv)
             break;
         }
         const double u = res[0].median_us / 2, m = res[1].median_us / 2, t = res[2].median_us / 2;
-        const double um = m > 0 ? u / m : 0.0, ut = t > 0 ? u / t : 0.0;
+        const double um = m > 0 ? u / m : NAN, ut = t > 0 ? u / t : NAN;
         bench_printf(&b, "%-10zu%14.3f%14.3f%12.3f%14.3f%14.3f\n", bytes, u, m, um, t, ut);
         bench_csv_row(&csv, "%zu,%.4f,%.4f,%.4f,%.4f,%.4f", bytes, u, m, um, t, ut);
         bench_progress(&b, "ucx_raw_lat: %zu bytes done", bytes);

@@ -70,11 +70,7 @@ static int step_weft(void *ud, int send, int peer)
 static int step_mpi(void *ud, int send, int peer)
 {
     state_t *s = ud;
-    const int n = (int)s->bytes;
-    int rc = send ? MPI_Send(s->msbuf, n, MPI_BYTE, peer, TAG_DATA, s->b->mpi_comm)
-                  : MPI_Recv(s->mrbuf, n, MPI_BYTE, peer, TAG_DATA, s->b->mpi_comm,
-                             MPI_STATUS_IGNORE);
-    return rc == MPI_SUCCESS ? 0 : mpi_fail(s, send ? "MPI_Send" : "MPI_Recv", rc);
+    return bench_mpi_step(s->b, s->msbuf, s->mrbuf, s->bytes, send, peer);
 }
 
 static int lat_weft(void *ud, long iters, int round)
@@ -239,10 +235,6 @@ int main(int argc, char **argv)
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (b.size < 2) {
         if (b.rank == 0) fprintf(stderr, "weft_osu_p2p: needs at least 2 ranks\n");
-        return bench_finalize(&b, 2);
-    }
-    if (o.max_bytes > (size_t)INT32_MAX) {
-        if (b.rank == 0) fprintf(stderr, "weft_osu_p2p: -m MAX too large for MPI's int count\n");
         return bench_finalize(&b, 2);
     }
 

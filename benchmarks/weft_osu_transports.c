@@ -60,13 +60,7 @@ static int lat_step(void *ud, int send, int peer)
                  : weft_recv(s->rbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k]);
         return st == WEFT_SUCCESS ? 0 : weft_fail(s, send ? "weft_send" : "weft_recv", st, k);
     }
-    int rc = send ? MPI_Send(s->sbuf[2], (int)s->bytes, MPI_BYTE, peer, TAG_DATA, s->b->mpi_comm)
-                  : MPI_Recv(s->rbuf[2], (int)s->bytes, MPI_BYTE, peer, TAG_DATA, s->b->mpi_comm,
-                             MPI_STATUS_IGNORE);
-    if (rc == MPI_SUCCESS) return 0;
-    bench_error(s->b, "%s(%zu bytes) failed (MPI code %d)", send ? "MPI_Send" : "MPI_Recv",
-                s->bytes, rc);
-    return 1;
+    return bench_mpi_step(s->b, s->sbuf[2], s->rbuf[2], s->bytes, send, peer);
 }
 
 static int lat_run(void *ud, long iters, int round)
@@ -177,10 +171,6 @@ int main(int argc, char **argv)
         if (b.rank == 0) fprintf(stderr, "weft_osu_transports: the latency test needs 2 ranks\n");
         return bench_finalize(&b, 2);
     }
-    if (o.max_bytes > (size_t)INT32_MAX) {
-        if (b.rank == 0) fprintf(stderr, "weft_osu_transports: -m MAX too large for MPI's int count\n");
-        return bench_finalize(&b, 2);
-    }
 
     state_t s = {.b = &b, .dt = o.dtype};
     s.mdt = bench_mpi_dtype(o.dtype);
@@ -215,14 +205,7 @@ int main(int argc, char **argv)
             goto out_comms;
         }
     }
-    int ok = 1, all_ok = 0;
-    for (int k = 0; k < 3; k++) {
-        s.sbuf[k] = bench_alloc(o.max_bytes);
-        s.rbuf[k] = bench_alloc(o.max_bytes);
-        ok = ok && s.sbuf[k] && s.rbuf[k];
-    }
-    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
-        bench_error(&b, "cannot allocate 6 buffers of %zu bytes", o.max_bytes);
+    if (bench_alloc_pairs(&b, s.sbuf, s.rbuf, 3, o.max_bytes) != 0) {
         rc = 1;
         goto out_free;
     }
@@ -235,6 +218,7 @@ int main(int argc, char **argv)
         rc = 1;
         goto out_free;
     }
+    b.own_comms = 1; /* comm[0], comm[1]: the Sides line says which is which */
     bench_print_header(&b, &o, "Weft transports compared (weft_osu_transports)", NULL);
     bench_printf(&b, "# Sides: weft-mpi = Weft on a communicator over the MPI transport, weft-ucx "
                      "= over UCX, mpi = plain MPI on its own dup of MPI_COMM_WORLD\n");
