@@ -74,8 +74,8 @@ status=0
 k=1
 while [ "$k" -le "$reps" ]; do
     for tp in $tps; do
-        if ! run "$tp" p2p_lat "$k" "$p2p" --mode lat -T uint8 -m "1:$lat_max" ||
-           ! run "$tp" p2p_bw "$k" "$p2p" --mode bw -T uint8 -m "1:$bw_max" ||
+        if ! run "$tp" p2p_lat "$k" "$p2p" --mode lat -m "1:$lat_max" ||
+           ! run "$tp" p2p_bw "$k" "$p2p" --mode bw -m "1:$bw_max" ||
            ! run "$tp" allreduce "$k" "$ar" -m "4:$ar_max"; then
             echo "$0: WEFT_TRANSPORT=$tp failed (see above; is UCX built?)" >&2
             status=1

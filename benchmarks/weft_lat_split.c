@@ -21,9 +21,9 @@
  *   ->return       its end -> the receiver's weft_recv returns
  *
  * and prints the median of each, and of their sum, per transport and
- * direction, in ns;
- * then the mean, 90th and 99th percentile of the sum (the tail that a mean
- * over a block of round trips, OSU's figure, includes).
+ * direction, in ns; then the mean, 90th, 99th and 99.9th percentile of the
+ * sum and how many messages took over 10 us (the tail that a mean over a
+ * block of round trips, OSU's figure, includes).
  * Ranks above 1 wait. Exit 77 without the probe, without UCX, or on 1 rank.
  */
 #include <dlfcn.h>
