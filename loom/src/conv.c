@@ -102,12 +102,14 @@ static int chunk_samples(size_t K, size_t P, int n, int nt)
  *         dy, cog*kh*kw x nb*HW
  *   dyg   cog x nb*P    dy of the packed samples (weight gradient as
  *                       dy * col^T)
- *   tmp   max(cog x nb*P, cg x nb*HW): sgemm output of the packed samples
+ *   tmp   cog x nb*P (correlation path: at least cg x nb*HW, its dx): sgemm
+ *         output of the packed samples
  *   dw    cout*K        private weight gradient (several threads, or the
  *                       flipped layout of bwd_task)
  * (a pointwise convolution uses only dw).  Offsets are in floats. */
 typedef struct {
     size_t shared, per_thread, col, aux, dyg, tmp, dw;
+    int corr; /* dx_by_correlation: the layout above is the correlation path's */
 } ws_layout_t;
 
 static size_t round16(size_t f) { return (f + 15) & ~(size_t)15; }
@@ -115,21 +117,21 @@ static size_t round16(size_t f) { return (f + 15) & ~(size_t)15; }
 static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, size_t P, int nb,
                              int nt)
 {
-    ws_layout_t L = {0};
-    const int corr = dx_by_correlation(d);
+    ws_layout_t L = {0}; /* col at offset 0 */
+    const int corr = L.corr = dx_by_correlation(d);
     size_t nw = (size_t)d->cout * K, cog = (size_t)(d->cout / d->groups);
     size_t cg = (size_t)(d->cin / d->groups), HW = (size_t)h * w, f = 0;
-    size_t colf = K * (size_t)nb * P, auxf = colf;
+    size_t colf = K * (size_t)nb * P, auxf = colf, tmpf = cog * (size_t)nb * P;
     if (corr) {
         colf = LOOM_MAX(colf, cg * (size_t)nb * HW);
         auxf = LOOM_MAX(auxf, cog * d->kh * d->kw * (size_t)nb * HW);
+        tmpf = LOOM_MAX(tmpf, cg * (size_t)nb * HW);
     }
     if (!is_pointwise(d)) {
-        L.col = 0;
         L.aux = f = round16(colf);
         L.dyg = f = round16(f + auxf);
         L.tmp = f = round16(f + cog * (size_t)nb * P);
-        f = round16(f + LOOM_MAX(cog * (size_t)nb * P, cg * (size_t)nb * HW));
+        f = round16(f + tmpf);
     }
     L.dw = f;
     if (nt > 1 || corr)
@@ -151,7 +153,7 @@ size_t loom_conv_workspace(const loom_conv_desc_t *d, int n, int h, int w)
 
 typedef struct {
     const loom_conv_desc_t *d;
-    int n, h, w, ho, wo, G, cg, cog, nb, corr;
+    int n, h, w, ho, wo, G, cg, cog, nb;
     size_t K, P, HW, nw;
     ws_layout_t L;
     const float *x, *weight, *dy;
@@ -160,7 +162,7 @@ typedef struct {
     int bwd_nt; /* threads that ran backward with private weight gradients */
 } conv_job_t;
 
-/* Zeroes o[0..n): n is 0 to 2 in the common cases (the padding columns of
+/* Zeroes o[0..n): n is 0 to 3 in the common cases (the padding columns of
  * one output row), where a memset call costs more than the stores. */
 static inline void zero_few(float *o, int n)
 {
@@ -177,13 +179,9 @@ static inline void zero_few(float *o, int n)
  * most often one column (3x3 kernels, padding 1). */
 static void zero_cols(float *o, int nrows, int ld, int c0, int c1)
 {
-    if (c1 - c0 == 1) {
-        for (int r = 0; r < nrows; r++)
-            o[(size_t)r * ld + c0] = 0.0f;
-    } else if (c1 > c0) {
+    if (c1 > c0)
         for (int r = 0; r < nrows; r++)
             zero_few(o + (size_t)r * ld + c0, c1 - c0);
-    }
 }
 
 /* Column matrix of m samples: rows (c, ki, kj) for the cg channels at x
@@ -310,13 +308,12 @@ static void job_init(conv_job_t *j, const loom_conv_desc_t *d, int n, int h, int
     j->nb = chunk_samples(j->K, j->P, n, nt);
     j->L = ws_layout(d, h, w, j->K, j->P, j->nb, nt);
     j->ws = ws;
-    j->corr = dx_by_correlation(d);
 }
 
 /* Backward through the flipped weights (flip_task wrote them to the shared
  * workspace): dx by correlation, with the private weight gradients in the
  * flipped layout. */
-static int flipped(const conv_job_t *j) { return j->corr && j->dx; }
+static int flipped(const conv_job_t *j) { return j->L.corr && j->dx; }
 
 static float *thread_ws(const conv_job_t *j, int tid)
 {
@@ -483,7 +480,7 @@ static void bwd_task(void *arg, int tid, int nt)
         }
         return;
     }
-    if (j->dx && !j->corr && !j->accum_dx && se > sb) /* col2im adds */
+    if (j->dx && !j->L.corr && !j->accum_dx && se > sb) /* col2im adds */
         memset(j->dx + sb * d->cin * HW, 0, sizeof(float) * (se - sb) * d->cin * HW);
     float *col = base + j->L.col, *aux = base + j->L.aux, *dyg = base + j->L.dyg;
     float *tmp = base + j->L.tmp;
