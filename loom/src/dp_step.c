@@ -46,7 +46,6 @@
 #include <string.h>
 #include <time.h>
 
-#define EXIT_USAGE 2
 #define MAX_SPEEDUPS 16
 
 static const char *dps_usage =
@@ -137,6 +136,8 @@ static int parse(int argc, char **argv, dargs_t *a, int rank)
         } else if (!strcmp(k, "--bucket-mb") || !strcmp(k, "--width")) {
             if (!num || !(d > 0))
                 return bad(rank, "%s needs a positive number", k);
+            if (!strcmp(k, "--bucket-mb") && d > 1e6) /* kept within a size_t of bytes */
+                return bad(rank, "--bucket-mb %s: at most 1e6", v);
             *(!strcmp(k, "--width") ? &a->width : &a->bucket_mb) = d;
         } else if (!strcmp(k, "--batch") || !strcmp(k, "--steps") || !strcmp(k, "--warmup") ||
                    !strcmp(k, "--calib") || !strcmp(k, "--threads") || !strcmp(k, "--seed") ||

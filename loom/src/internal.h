@@ -18,6 +18,9 @@
             goto label;                  \
     } while (0)
 
+/* The command line's exit code for a usage error (main.c, par_main.c, dp_step.c). */
+#define EXIT_USAGE 2
+
 void *loom__alloc(size_t bytes);   /* 64-byte aligned, zeroed; NULL on failure */
 void loom__free(void *p);
 
@@ -30,12 +33,6 @@ void loom__range(size_t n, int tid, int nt, size_t *begin, size_t *end);
 
 /* y = x or y += x, split over the Loom threads. */
 void loom__copy_or_add(size_t n, const float *x, float *y, int accum);
-/* Backward of the layers with no parameters and no neighbourhood (relu,
- * sigmoid, add, pixel shuffle), shared by the single-process and the spatial
- * executors: `is` is the input shape at the batch run, in/accum the layer's
- * inputs and whether their gradients are added to, dx (NULL: not needed)
- * the first input's gradient. Returns 1 if `type` is one of them, 0 if not
- * (nothing done). Thread: the model's. */
 /* Batch-norm sums over one channel's slice of one sample (layers.c): in
  * SUM_LANES fixed-order float lanes, so they vectorise and stay
  * deterministic; the lanes are combined in double. Shared by the
@@ -44,6 +41,12 @@ double loom__sum_f(const float *x, size_t n);
 double loom__sum_sq_dev(const float *x, size_t n, float m);
 void loom__sum_dy_dyx(const float *g, const float *x, size_t n, float m, double *sg, double *sgx);
 
+/* Backward of the layers with no parameters and no neighbourhood (relu,
+ * sigmoid, add, pixel shuffle), shared by the single-process and the spatial
+ * executors: `is` is the input shape at the batch run, in/accum the layer's
+ * inputs and whether their gradients are added to, dx (NULL: not needed)
+ * the first input's gradient. Returns 1 if `type` is one of them, 0 if not
+ * (nothing done). Thread: the model's. */
 int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
                          const int accum[2], loom_shape_t is, int r, const float *y,
                          const float *dy, float *dx, int acc);

@@ -5,6 +5,7 @@
  * (missing data, corrupt checkpoint) print loom_last_error() and exit 1.
  */
 #define _POSIX_C_SOURCE 200809L
+#include "internal.h" /* EXIT_USAGE */
 #include "loom.h"
 #include "loom_par.h" /* parallel train: mpiexec -n P loom train --data-parallel D ... */
 
@@ -14,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXIT_USAGE 2
 
 static const char *usage_text =
     "Usage: loom COMMAND [OPTIONS]\n"

@@ -2,8 +2,9 @@
  * par_main.c - `mpiexec -n P loom train ... --data-parallel D [--spatial HxW]`:
  * parallel training of ResNets (data parallel) and of the mesh model (data
  * and spatial parallel) on Weft.  main.c hands the command over here when a
- * parallel option or the mesh model is named, and for `loom dp-step` (run by
- * dp_step.c between weft_init and weft_finalize).  Rank 0 prints.
+ * parallel option or the mesh model is named, and for `loom dp-step`, whose
+ * loom_dp_step_main (dp_step.c) it runs between weft_init and weft_finalize.
+ * Rank 0 prints.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
@@ -16,7 +17,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#define EXIT_USAGE 2
 
 static const char *par_usage =
     "usage: mpiexec -n P loom train --model NAME [--data-parallel D] [--spatial HxW] [options]\n"
@@ -51,9 +51,12 @@ typedef struct {
     long seed;
 } pargs_t;
 
+/* `loom dp-step ...` */
+static int is_dp_step(int argc, char **argv) { return argc > 1 && !strcmp(argv[1], "dp-step"); }
+
 int loom_par_wanted(int argc, char **argv)
 {
-    if (argc > 1 && !strcmp(argv[1], "dp-step"))
+    if (is_dp_step(argc, argv))
         return 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data-parallel") || !strcmp(argv[i], "--spatial") ||
@@ -780,7 +783,7 @@ int loom_par_main(int argc, char **argv)
         fprintf(stderr, "loom: weft_init: %s (%s)\n", weft_strerror(ws), weft_status_name(ws));
         return 1;
     }
-    if (!strcmp(argv[1], "dp-step")) {
+    if (is_dp_step(argc, argv)) {
         int rc = loom_dp_step_main(argc, argv);
         ws = weft_finalize();
         if (ws != WEFT_SUCCESS && rc == 0) {
