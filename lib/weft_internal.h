@@ -385,6 +385,16 @@ weft_status_t weft__engine_stop(double timeout_s);
 /** Queue an op (lock-free, any thread) and wake the engine unless nowake. */
 void weft__engine_submit(weft__op_t *op, bool nowake);
 /**
+ * A blocking call's op when nothing else is in flight in the process: start
+ * it on the caller thread under the progress lock, without the submission
+ * stack and the pass that would drain it. Returns true if the op was taken
+ * (finished, or started and on the active list for the caller's wait to
+ * drive); false if it must be submitted as usual (other ops in flight, the
+ * lock held elsewhere, or op not ready to start). Any thread; op untimed and
+ * not stream-bound.
+ */
+bool weft__engine_start_inline(weft__op_t *op);
+/**
  * Try to run one progress pass on the caller thread (try-lock): returns the
  * amount of work done, or -1 if another thread is progressing. Any thread.
  */

@@ -13,6 +13,9 @@
  *    ops (per communicator strictly in issue order, and only when ready(),
  *    e.g. the stream work before them is done), steps started ops, completes
  *    finished ones and runs the hang watchdog. It is never re-entered.
+ *  - Inline start (weft__engine_start_inline): a blocking call with nothing
+ *    else in flight starts its op on its own thread under the lock, without
+ *    the submission stack.
  *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield while work is
  *    in flight; on a futex when idle. Oversubscribed nodes (more ranks than
  *    cores) spin a few passes, then sleep with a growing interval capped at
@@ -228,6 +231,32 @@ static int progress_pass(void)
     const weft__transport_t *ucx = weft__transport_ucx();
     if (ucx && ucx->progress) work += ucx->progress();
     return work + (int)(weft__engine_events - events0);
+}
+
+bool weft__engine_start_inline(weft__op_t *op)
+{
+    /* Nothing issued and not completed anywhere (a submission counts itself
+     * before it pushes): no earlier op of this communicator can be waiting
+     * to start, so starting op here keeps the per-communicator order. An op
+     * another thread issues concurrently has no order with this one. */
+    if (atomic_load_explicit(&E.inflight, memory_order_relaxed) != 0) return false;
+    if (op->ready && !op->ready(op)) return false;
+    /* acquire: as in weft__engine_try_progress. */
+    if (atomic_flag_test_and_set_explicit(&E.lock, memory_order_acquire)) return false;
+    if (E.active_head != NULL || atomic_load_explicit(&E.submit_top, memory_order_relaxed) != NULL) {
+        atomic_flag_clear_explicit(&E.lock, memory_order_release);
+        return false;
+    }
+    atomic_fetch_add_explicit(&E.inflight, 1, memory_order_relaxed);
+    op->next = NULL;
+    op->started = 1;
+    op->t_start = weft__now_coarse();
+    const weft_status_t st = op->impl->start(op);
+    if (st == WEFT_INPROGRESS) E.active_head = E.active_tail = op;
+    else finish_op(op, st);
+    /* release: publish engine state to the next holder. */
+    atomic_flag_clear_explicit(&E.lock, memory_order_release);
+    return true;
 }
 
 int weft__engine_try_progress(void)

@@ -105,6 +105,30 @@ static void ordering(mt_ctx_t *t)
         }
     }
     MT_STATUS(t, weft_waitall((size_t)nsq, sq), WEFT_SUCCESS, "waitall same tag");
+
+    /* A blocking send behind nonblocking ones with the same tag must not
+     * overtake them (a blocking call starts on the caller's thread only
+     * when nothing else is in flight). Not to itself: see above. */
+    if (last > 0) {
+        int behind[3] = {200, 201, 202};
+        nsq = 0;
+        if (t->rank == 0) {
+            for (int i = 0; i < 2; i++)
+                MT_STATUS(t, weft_isend(&behind[i], 1, WEFT_INT32, last, 78, t->comm, &sq[nsq++]),
+                          WEFT_SUCCESS, "isend before a send");
+            MT_STATUS(t, weft_send(&behind[2], 1, WEFT_INT32, last, 78, t->comm), WEFT_SUCCESS,
+                      "send behind isends");
+        }
+        if (t->rank == last) {
+            for (int i = 0; i < 3; i++) {
+                int x = -1;
+                MT_STATUS(t, weft_recv(&x, 1, WEFT_INT32, 0, 78, t->comm), WEFT_SUCCESS,
+                          "recv behind");
+                MT_CHECK(t, x == 200 + i, "message %d behind isends arrived as %d", i, x);
+            }
+        }
+        MT_STATUS(t, weft_waitall((size_t)nsq, sq), WEFT_SUCCESS, "waitall behind");
+    }
     /* zero-byte message, NULL buffer allowed with count 0 */
     weft_request_t z[2];
     int nz = 0;
