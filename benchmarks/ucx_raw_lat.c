@@ -6,7 +6,13 @@
  * timed loops: this is the floor that Weft's UCX transport builds on, taken
  * beside MPI's, so that the difference between Weft over UCX and Weft over MPI
  * (weft_osu_transports) can be split into what Weft adds and what UCX itself
- * costs on a worker other than MPICH's (doc/benchmarks_ucx.md).
+ * costs on a worker other than MPICH's (doc/benchmarks_ucx.md). A fourth
+ * variant, ucx-lock, is the raw UCX ping-pong with one locked read-modify-write
+ * after each receive completes: the least a thread-safe progress engine does
+ * there (publish the completion to another thread: Weft's counters and
+ * progress lock; MPICH's mutex in MPI_Test). On x86 the locked instruction
+ * waits for UCX's copy out of the shared-memory queue to finish, which the
+ * plain loop overlaps with the next send.
  *
  *   mpiexec -n 2 ucx_raw_lat [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-r ROUNDS] [--csv FILE]
  *
@@ -18,6 +24,7 @@
  * above 1 only join the timing barriers. Exit 77 on one rank.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +43,7 @@ typedef struct raw {
     ucp_worker_h worker;
     ucp_ep_h ep;
     size_t bytes;
-    char *sbuf[3], *rbuf[3]; /* [0] UCX, [1] MPI_Send/MPI_Recv, [2] MPI_Test */
+    char *sbuf[4], *rbuf[4]; /* [0] UCX, [1] MPI_Send/MPI_Recv, [2] MPI_Test, [3] UCX + lock */
     int failed;              /* a UCX call failed (reported once) */
 } raw_t;
 
@@ -58,22 +65,27 @@ static int wait_req(raw_t *r, ucs_status_ptr_t req, const char *what)
     return s == UCS_OK ? 0 : ucx_fail(r, what, s);
 }
 
-static int ucx_send(raw_t *r)
+static int ucx_send(raw_t *r, int k)
 {
     ucp_request_param_t p;
     p.op_attr_mask = 0;
-    return wait_req(r, ucp_tag_send_nbx(r->ep, r->sbuf[0], r->bytes, RAW_TAG, &p),
+    return wait_req(r, ucp_tag_send_nbx(r->ep, r->sbuf[k], r->bytes, RAW_TAG, &p),
                     "ucp_tag_send_nbx");
 }
 
-static int ucx_recv(raw_t *r)
+/* Bumped (locked add) after each receive of the ucx-lock variant. */
+static _Atomic unsigned long g_published;
+
+static int ucx_recv(raw_t *r, int k)
 {
     ucp_request_param_t p;
     ucp_tag_recv_info_t info;
     p.op_attr_mask = UCP_OP_ATTR_FIELD_RECV_INFO;
     p.recv_info.tag_info = &info;
-    return wait_req(r, ucp_tag_recv_nbx(r->worker, r->rbuf[0], r->bytes, RAW_TAG, UINT64_MAX, &p),
-                    "ucp_tag_recv_nbx");
+    int rc = wait_req(r, ucp_tag_recv_nbx(r->worker, r->rbuf[k], r->bytes, RAW_TAG, UINT64_MAX, &p),
+                      "ucp_tag_recv_nbx");
+    if (k == 3) atomic_fetch_add_explicit(&g_published, 1, memory_order_seq_cst);
+    return rc;
 }
 
 /* MPI_Isend or MPI_Irecv, then MPI_Test until done: Weft's MPI transport's
@@ -97,7 +109,8 @@ static int mpi_test_step(raw_t *r, int send, int peer)
 
 typedef struct side {
     raw_t *r;
-    int mpi; /* 0: raw UCX, 1: MPI_Send/MPI_Recv, 2: MPI_Isend/MPI_Irecv + MPI_Test */
+    int mpi; /* 0: raw UCX, 1: MPI_Send/MPI_Recv, 2: MPI_Isend/MPI_Irecv + MPI_Test,
+              * 3: raw UCX + a locked add after each receive */
 } side_t;
 
 /* One message of the ping-pong on side d (bench_pingpong's step). */
@@ -105,10 +118,9 @@ static int lat_step(void *ud, int send, int peer)
 {
     side_t *d = ud;
     raw_t *r = d->r;
-    return d->mpi == 2 ? mpi_test_step(r, send, peer)
-           : d->mpi    ? bench_mpi_step(r->b, r->sbuf[1], r->rbuf[1], r->bytes, send, peer)
-           : send      ? ucx_send(r)
-                       : ucx_recv(r);
+    if (d->mpi == 1) return bench_mpi_step(r->b, r->sbuf[1], r->rbuf[1], r->bytes, send, peer);
+    if (d->mpi == 2) return mpi_test_step(r, send, peer);
+    return send ? ucx_send(r, d->mpi) : ucx_recv(r, d->mpi);
 }
 
 static int lat_run(void *ud, long iters, int round)
@@ -223,8 +235,9 @@ int main(int argc, char **argv)
     if (rc != 0) return rc;
     bench_spec_t spec = {.prog = "ucx_raw_lat",
                          .what = "UCX's own ping-pong latency (a worker of its own, no Weft code), "
-                                 "MPI_Send/MPI_Recv, and MPI_Isend/MPI_Irecv polled with MPI_Test, "
-                                 "interleaved in the same processes.",
+                                 "MPI_Send/MPI_Recv, MPI_Isend/MPI_Irecv polled with MPI_Test, and "
+                                 "UCX again with a locked add after each receive, interleaved in the "
+                                 "same processes.",
                          .extra_usage = "  (-T is not used: messages are bytes; -a is refused)\n",
                          .min_bytes = 4,
                          .max_bytes = 64u << 10,
@@ -243,11 +256,11 @@ int main(int argc, char **argv)
     }
 
     raw_t r = {.b = &b};
-    if (bench_alloc_pairs(&b, r.sbuf, r.rbuf, 3, o.max_bytes) != 0) {
+    if (bench_alloc_pairs(&b, r.sbuf, r.rbuf, 4, o.max_bytes) != 0) {
         rc = 1;
         goto out_free;
     }
-    for (int k = 0; k < 3; k++) bench_fill(r.sbuf[k], o.max_bytes, WEFT_UINT8, b.rank);
+    for (int k = 0; k < 4; k++) bench_fill(r.sbuf[k], o.max_bytes, WEFT_UINT8, b.rank);
     if (raw_open(&r) != 0) {
         rc = 1;
         goto out_close;
@@ -255,7 +268,8 @@ int main(int argc, char **argv)
 
     bench_csv_t csv;
     if (bench_csv_open(&b, &csv, o.csv_path,
-                       "size_bytes,ucx_raw_us,mpi_us,ucx_over_mpi,mpi_test_us,ucx_over_mpi_test") != 0) {
+                       "size_bytes,ucx_raw_us,mpi_us,ucx_over_mpi,mpi_test_us,ucx_over_mpi_test,"
+                       "ucx_lock_us,ucx_lock_over_mpi_test") != 0) {
         rc = 1;
         goto out_close;
     }
@@ -265,35 +279,39 @@ int main(int argc, char **argv)
                  "(only if bench_init's communicator runs over UCX: # Transport above), this "
                  "program's\n"
                  "# Latency (half round trip, us); mpi: MPI_Send/MPI_Recv, mpi-test: "
-                 "MPI_Isend/MPI_Irecv + MPI_Test (as Weft's MPI transport)\n"
-                 "%-10s%14s%14s%12s%14s%14s\n",
+                 "MPI_Isend/MPI_Irecv + MPI_Test (as Weft's MPI transport), ucx-lock: "
+                 "ucx-raw with a locked add after each receive\n"
+                 "%-10s%14s%14s%12s%14s%14s%14s%14s\n",
                  "# Size", "ucx-raw", "mpi", "ucx/mpi", "mpi-test",
-                 "ucx/mpi-test");
-    side_t sides[3] = {{&r, 0}, {&r, 1}, {&r, 2}};
+                 "ucx/mpi-test", "ucx-lock", "lock/mpi-test");
+    side_t sides[4] = {{&r, 0}, {&r, 1}, {&r, 2}, {&r, 3}};
     BENCH_FOR_SIZES(&o, bytes)
     {
         r.bytes = bytes;
-        bench_variant_t v[3] = {{"ucx-raw", lat_run, &sides[0], NULL},
+        bench_variant_t v[4] = {{"ucx-raw", lat_run, &sides[0], NULL},
                                 {"mpi", lat_run, &sides[1], NULL},
-                                {"mpi-test", lat_run, &sides[2], NULL}};
-        bench_result_t res[3];
+                                {"mpi-test", lat_run, &sides[2], NULL},
+                                {"ucx-lock", lat_run, &sides[3], NULL}};
+        bench_result_t res[4];
         bench_timing_t tm = bench_timing_for(&o, bytes);
-        if (bench_run_interleaved(&b, &tm, v, 3, res) != 0) {
+        if (bench_run_interleaved(&b, &tm, v, 4, res) != 0) {
             bench_error(&b, "latency, %zu bytes failed", bytes);
             rc = 1;
             break;
         }
         const double u = res[0].median_us / 2, m = res[1].median_us / 2, t = res[2].median_us / 2;
-        const double um = m > 0 ? u / m : NAN, ut = t > 0 ? u / t : NAN;
-        bench_printf(&b, "%-10zu%14.3f%14.3f%12.3f%14.3f%14.3f\n", bytes, u, m, um, t, ut);
-        bench_csv_row(&csv, "%zu,%.4f,%.4f,%.4f,%.4f,%.4f", bytes, u, m, um, t, ut);
+        const double l = res[3].median_us / 2;
+        const double um = m > 0 ? u / m : NAN, ut = t > 0 ? u / t : NAN, lt = t > 0 ? l / t : NAN;
+        bench_printf(&b, "%-10zu%14.3f%14.3f%12.3f%14.3f%14.3f%14.3f%14.3f\n", bytes, u, m, um, t,
+                     ut, l, lt);
+        bench_csv_row(&csv, "%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f", bytes, u, m, um, t, ut, l, lt);
         bench_progress(&b, "ucx_raw_lat: %zu bytes done", bytes);
     }
     if (bench_csv_close(&csv) != 0) rc = 1;
 out_close:
     raw_close(&r);
 out_free:
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         free(r.sbuf[k]);
         free(r.rbuf[k]);
     }
