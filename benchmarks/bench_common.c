@@ -463,8 +463,14 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
 
 int bench_apply_algo(const bench_ctx_t *b, const bench_opts_t *o, weft_coll_t coll)
 {
+    return bench_apply_algo_to(b, o, b->comm, coll);
+}
+
+int bench_apply_algo_to(const bench_ctx_t *b, const bench_opts_t *o, weft_comm_t comm,
+                        weft_coll_t coll)
+{
     if (!o->algo_given) return 0;
-    weft_status_t st = weft_comm_set_algo(b->comm, coll, o->algo);
+    weft_status_t st = weft_comm_set_algo(comm, coll, o->algo);
     if (st != WEFT_SUCCESS) {
         if (b->rank == 0)
             fprintf(stderr, "error: -a %s: Weft refuses it for this collective: %s (%s)\n",
@@ -507,11 +513,17 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
      * both threads across the cores (doc/benchmarks.md, "Binding"). */
     cpu_set_t set;
     CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        printf("# Binding: rank 0 may run on %d of %ld CPUs%s\n", CPU_COUNT(&set),
-               sysconf(_SC_NPROCESSORS_ONLN),
-               CPU_COUNT(&set) == 1 ? " (bound to one core; Weft's engine thread shares it)"
-                                    : " (not bound to a core)");
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        /* A core's hardware threads make a bound rank's set larger than one
+         * CPU (mpiexec -bind-to core on an SMT machine): only the whole set
+         * is "not bound". */
+        const int n = CPU_COUNT(&set);
+        const long online = sysconf(_SC_NPROCESSORS_ONLN);
+        printf("# Binding: rank 0 may run on %d of %ld CPUs%s\n", n, online,
+               n == 1        ? " (bound to one CPU; Weft's engine thread shares it)"
+               : n < online  ? " (bound to a subset; Weft's engine thread shares it)"
+                             : " (not bound)");
+    }
     if (o->iters > 0)
         printf(
             "# Timing: variants interleaved (Weft, MPI, ...), %d rounds, %ld iterations per size "

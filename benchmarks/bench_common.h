@@ -175,10 +175,13 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
                         const char *env_algo_var);
 
 /**
- * Apply -a to coll on b->comm (weft_comm_set_algo) when given. Returns 0, or
+ * Apply -a to coll on comm (weft_comm_set_algo) when given. Returns 0, or
  * BENCH_PARSE_USAGE (pass it to bench_finalize: exit 2) after printing why
  * when Weft refuses that algorithm for coll (same result on every rank).
  */
+int bench_apply_algo_to(const bench_ctx_t *b, const bench_opts_t *o, weft_comm_t comm,
+                        weft_coll_t coll);
+/** bench_apply_algo_to on b->comm. */
 int bench_apply_algo(const bench_ctx_t *b, const bench_opts_t *o, weft_coll_t coll);
 
 /**

@@ -197,13 +197,8 @@ int main(int argc, char **argv)
             rc = 1;
             goto out_comms;
         }
-        if (o.algo_given &&
-            (st = weft_comm_set_algo(s.comm[k], WEFT_COLL_ALLREDUCE, o.algo)) != WEFT_SUCCESS) {
-            bench_error(&b, "-a %s: %s (%s)", weft_algo_name(o.algo) ? weft_algo_name(o.algo) : "?",
-                        weft_status_name(st), weft_strerror(st));
-            rc = 2;
+        if ((rc = bench_apply_algo_to(&b, &o, s.comm[k], WEFT_COLL_ALLREDUCE)) != 0)
             goto out_comms;
-        }
     }
     if (bench_alloc_pairs(&b, s.sbuf, s.rbuf, 3, o.max_bytes) != 0) {
         rc = 1;

@@ -157,7 +157,7 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
     /* Blocking: do not wake the engine; this thread drives the op itself and
      * wakes the engine only if it has to wait long. */
     if (op->timed || !weft__engine_start_inline(op)) weft__engine_submit(op, true);
-    if (op->timed && WEFT__OBS_ON()) weft__obs_wait_done(op); /* times the blocked wait */
+    if (WEFT__OP_OBSERVED(op)) weft__obs_wait_done(op); /* times the blocked wait */
     else weft__op_wait_done(op);
     st = op->status;
     weft__op_free(op);

@@ -229,7 +229,7 @@ weft_status_t weft_wait(weft_request_t *req)
         weft__op_free(op);
         return sst;
     }
-    if (op->timed && WEFT__OBS_ON()) weft__obs_wait_done(op); /* times the blocked wait */
+    if (WEFT__OP_OBSERVED(op)) weft__obs_wait_done(op); /* times the blocked wait */
     else weft__op_wait_done(op);
     weft_status_t st = op->status;
     weft__op_free(op);

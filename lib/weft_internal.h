@@ -474,6 +474,10 @@ extern _Atomic int weft__obs_on;
 #define WEFT__OBS_ON() \
     WEFT__UNLIKELY(atomic_load_explicit(&weft__obs_on, memory_order_relaxed) != 0)
 #endif
+/** The guard of every per-op hook after the issue: op was issued while
+ * observability was on (op->timed) and it still is. An op issued while it
+ * was off records nothing later: half an op would skew the profile. */
+#define WEFT__OP_OBSERVED(op) ((op)->timed && WEFT__OBS_ON())
 /** Op issued (op->t_issue set, before submission). Caller thread. */
 void weft__obs_issue(weft__op_t *op);
 /** Op started (after impl->start returned st). Engine side (progress lock held). */

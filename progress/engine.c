@@ -131,7 +131,7 @@ static void finish_op(weft__op_t *op, weft_status_t st)
     }
     if (op->started && op->impl && op->impl->cleanup) op->impl->cleanup(op);
     if (st == WEFT_SUCCESS && op->finish) st = op->finish(op);
-    if (op->timed && WEFT__OBS_ON()) weft__obs_done(op, st); /* before op may be freed */
+    if (WEFT__OP_OBSERVED(op)) weft__obs_done(op, st); /* before op may be freed */
     atomic_fetch_sub_explicit(&op->comm->inflight, 1, memory_order_release);
     atomic_fetch_sub_explicit(&E.inflight, 1, memory_order_release);
     weft__op_complete(op, st);
@@ -189,12 +189,12 @@ static int progress_pass(void)
                 op->started = 1;
                 op->t_start = op->timed ? weft__now() : weft__now_coarse();
                 st = op->impl->start(op);
-                if (op->timed && WEFT__OBS_ON()) weft__obs_start(op, st);
+                if (WEFT__OP_OBSERVED(op)) weft__obs_start(op, st);
                 work++;
             }
         }
         if (op->started && st == WEFT_INPROGRESS) {
-            if (op->timed && WEFT__OBS_ON()) st = weft__obs_step(op); /* times the step (trace) */
+            if (WEFT__OP_OBSERVED(op)) st = weft__obs_step(op); /* times the step (trace) */
             else st = op->impl->step(op);
         }
 
