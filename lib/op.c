@@ -156,7 +156,7 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
     }
     /* Blocking: do not wake the engine; this thread drives the op itself and
      * wakes the engine only if it has to wait long. */
-    if (op->timed || !weft__engine_start_inline(op)) weft__engine_submit(op, true);
+    if (!weft__engine_start_inline(op)) weft__engine_submit(op, true);
     if (WEFT__OP_OBSERVED(op)) weft__obs_wait_done(op); /* times the blocked wait */
     else weft__op_wait_done(op);
     st = op->status;

@@ -389,9 +389,8 @@ void weft__engine_submit(weft__op_t *op, bool nowake);
  * it on the caller thread under the progress lock, without the submission
  * stack and the pass that would drain it. Returns true if the op was taken
  * (finished, or started and on the active list for the caller's wait to
- * drive); false if it must be submitted as usual (other ops in flight, the
- * lock held elsewhere, or op not ready to start). Any thread; op untimed and
- * not stream-bound.
+ * drive); false if it must be submitted as usual (other ops in flight, or
+ * the lock held elsewhere). Any thread; op not stream-bound (no op->ready).
  */
 bool weft__engine_start_inline(weft__op_t *op);
 /**

@@ -152,6 +152,16 @@ static void report_stuck(weft__op_t *op, double now, const char *why)
  * Engine side only (under the progress lock). */
 unsigned weft__engine_events;
 
+/* Start op (its turn came, it is ready). Engine side (progress lock held). */
+static weft_status_t start_op(weft__op_t *op)
+{
+    op->started = 1;
+    op->t_start = op->timed ? weft__now() : weft__now_coarse();
+    const weft_status_t st = op->impl->start(op);
+    if (WEFT__OP_OBSERVED(op)) weft__obs_start(op, st);
+    return st;
+}
+
 /* One pass over the active list. Returns the amount of work done: ops started
  * or completed, steps whose transfers completed, transport events. */
 static int progress_pass(void)
@@ -186,10 +196,7 @@ static int progress_pass(void)
             } else if (op->ready && !op->ready(op)) {
                 c->engine_blocked = (int)((E.pass & 0x7fffffff) + 1);
             } else {
-                op->started = 1;
-                op->t_start = op->timed ? weft__now() : weft__now_coarse();
-                st = op->impl->start(op);
-                if (WEFT__OP_OBSERVED(op)) weft__obs_start(op, st);
+                st = start_op(op);
                 work++;
             }
         }
@@ -240,7 +247,6 @@ bool weft__engine_start_inline(weft__op_t *op)
      * to start, so starting op here keeps the per-communicator order. An op
      * another thread issues concurrently has no order with this one. */
     if (atomic_load_explicit(&E.inflight, memory_order_relaxed) != 0) return false;
-    if (op->ready && !op->ready(op)) return false;
     /* acquire: as in weft__engine_try_progress. */
     if (atomic_flag_test_and_set_explicit(&E.lock, memory_order_acquire)) return false;
     if (E.active_head != NULL || atomic_load_explicit(&E.submit_top, memory_order_relaxed) != NULL) {
@@ -249,9 +255,7 @@ bool weft__engine_start_inline(weft__op_t *op)
     }
     atomic_fetch_add_explicit(&E.inflight, 1, memory_order_relaxed);
     op->next = NULL;
-    op->started = 1;
-    op->t_start = weft__now_coarse();
-    const weft_status_t st = op->impl->start(op);
+    const weft_status_t st = start_op(op);
     if (st == WEFT_INPROGRESS) E.active_head = E.active_tail = op;
     else finish_op(op, st);
     /* release: publish engine state to the next holder. */
