@@ -84,21 +84,30 @@ static void dt_set(weft__xfer_dt_t *d, void *buf, const weft__halo_layout_t *l,
     d->arg2 = r;
 }
 
+/* Where direction d's incoming data lands: in the tensor, unpacked by the
+ * transport fragment by fragment (a strided halo when filling over a
+ * transport with irecv_dt; not when accumulating: a fragment may end inside
+ * an element); in the tensor directly (a contiguous halo when filling); or in
+ * the staging buffer, unpacked by halo_step. Decided once for start and step. */
+enum { LAND_TRANSPORT, LAND_DIRECT, LAND_STAGED };
+static int landing(const halo_dir_t *d, int fill, const weft__transport_t *tp)
+{
+    if (!fill) return LAND_STAGED;
+    if (d->halo_m_at != SIZE_MAX) return LAND_DIRECT;
+    return tp->irecv_dt != NULL ? LAND_TRANSPORT : LAND_STAGED;
+}
+
 static weft_status_t halo_step(weft__op_t *op)
 {
     struct weft_halo_plan *pl = op->arg;
     weft_status_t st = weft__coll_test(op);
     if (st != WEFT_SUCCESS) return st;
+    const int fill = op->user_tag == MODE_FILL;
     for (int k = 0; k < pl->ndir; k++) {
         halo_dir_t *d = &pl->dir[k];
-        if (d->from < 0) continue;
-        if (op->user_tag == MODE_FILL) {
-            /* strided halo: staged, unless the transport unpacked it in place */
-            if (d->halo_m_at == SIZE_MAX && op->comm->tp->irecv_dt == NULL)
-                weft__halo_unpack(op->recvbuf, &pl->layout, &d->halo_m, pl->stage + d->roff);
-        } else {
-            weft__halo_unpack_add(op->recvbuf, &pl->layout, &d->inner_m, pl->stage + d->roff);
-        }
+        if (d->from < 0 || landing(d, fill, op->comm->tp) != LAND_STAGED) continue;
+        if (fill) weft__halo_unpack(op->recvbuf, &pl->layout, &d->halo_m, pl->stage + d->roff);
+        else weft__halo_unpack_add(op->recvbuf, &pl->layout, &d->inner_m, pl->stage + d->roff);
     }
     return WEFT_SUCCESS;
 }
@@ -106,29 +115,29 @@ static weft_status_t halo_step(weft__op_t *op)
 static weft_status_t halo_start(weft__op_t *op)
 {
     struct weft_halo_plan *pl = op->arg;
-    int fill = op->user_tag == MODE_FILL;
-    const weft__transport_t *tp = op->comm->tp;
+    const int fill = op->user_tag == MODE_FILL;
     for (int k = 0; k < pl->ndir; k++) {
         halo_dir_t *d = &pl->dir[k];
         const weft__halo_region_t *r = fill ? &d->halo_m : &d->inner_m;
         if (d->from < 0 || r->bytes == 0) continue;
-        if (fill && d->halo_m_at == SIZE_MAX && tp->irecv_dt != NULL) {
-            /* strided: the transport unpacks each fragment in place (not when
-             * accumulating: a fragment may end inside an element) */
+        switch (landing(d, fill, op->comm->tp)) {
+        case LAND_TRANSPORT:
             dt_set(&d->rdt, op->recvbuf, &pl->layout, r);
             WEFT__CHECK(weft__coll_irecv_dt(op, &d->rdt, d->from));
-            continue;
+            break;
+        case LAND_DIRECT:
+            WEFT__CHECK(weft__coll_irecv(op, (char *)op->recvbuf + d->halo_m_at, r->bytes, d->from));
+            break;
+        default:
+            WEFT__CHECK(weft__coll_irecv(op, pl->stage + d->roff, r->bytes, d->from));
         }
-        char *dst = fill && d->halo_m_at != SIZE_MAX ? (char *)op->recvbuf + d->halo_m_at
-                                                     : pl->stage + d->roff;
-        WEFT__CHECK(weft__coll_irecv(op, dst, r->bytes, d->from));
     }
     for (int k = 0; k < pl->ndir; k++) {
         halo_dir_t *d = &pl->dir[k];
         const weft__halo_region_t *r = fill ? &d->inner : &d->halo;
         if (d->to < 0 || r->bytes == 0) continue;
         size_t at = fill ? d->inner_at : d->halo_at;
-        if (at == SIZE_MAX && tp->isend_dt != NULL) { /* strided: packed by the transport */
+        if (at == SIZE_MAX && op->comm->tp->isend_dt != NULL) { /* strided: packed by the transport */
             dt_set(&d->sdt, op->recvbuf, &pl->layout, r);
             WEFT__CHECK(weft__coll_isend_dt(op, &d->sdt, d->to));
             continue;
