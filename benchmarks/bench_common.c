@@ -15,7 +15,6 @@
 #include <time.h>
 
 #define BENCH_MAX_BYTES ((size_t)1 << 30) /* 1 GiB per buffer is plenty here */
-#define BENCH_MPI_TAG 3                      /* bench_mpi_step's messages (on mpi_comm) */
 
 /* ---- messages ------------------------------------------------------------------ */
 void bench_printf(const bench_ctx_t *b, const char *fmt, ...)
@@ -499,15 +498,16 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
         printf("# Algorithm: auto (Weft's selection)\n");
     /* The transport the benchmark's communicator runs over, and what chose it. */
     const char *tp = getenv("WEFT_TRANSPORT");
-    weft_transport_t used = WEFT_TRANSPORT_DEFAULT;
-    const char *used_name = weft_comm_get_transport(b->comm, &used) == WEFT_SUCCESS
-                                ? weft_transport_name(used) : "?";
-    if (b->own_comms)
+    if (b->own_comms) {
         printf("# Transport: per communicator the program times (below); WEFT_TRANSPORT=%s\n",
                tp && *tp ? tp : "auto, unset");
-    else
-        printf("# Transport: %s (WEFT_TRANSPORT=%s)\n", used_name ? used_name : "?",
+    } else {
+        weft_transport_t used = WEFT_TRANSPORT_DEFAULT;
+        const char *name = weft_comm_get_transport(b->comm, &used) == WEFT_SUCCESS
+                               ? weft_transport_name(used) : NULL;
+        printf("# Transport: %s (WEFT_TRANSPORT=%s)\n", name ? name : "?",
                tp && *tp ? tp : "auto, unset");
+    }
     /* Weft's progress thread inherits the rank's binding: bound, it shares
      * the rank's core (mpiexec -bind-to core); unbound, the scheduler moves
      * both threads across the cores (doc/benchmarks.md, "Binding"). */
@@ -549,18 +549,25 @@ void *bench_alloc(size_t bytes)
     return p;
 }
 
+int bench_all_ok(const bench_ctx_t *b, int ok)
+{
+    int all_ok = 0;
+    int rc = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b->ctl);
+    if (rc == MPI_SUCCESS) return all_ok != 0;
+    mpi_err(b, rc, "MPI_Allreduce (agreement)");
+    return 0;
+}
+
 int bench_alloc_pairs(const bench_ctx_t *b, char **sbuf, char **rbuf, int n, size_t bytes)
 {
-    int ok = 1, all_ok = 0;
+    int ok = 1;
     for (int k = 0; k < n; k++) {
         sbuf[k] = bench_alloc(bytes);
         rbuf[k] = bench_alloc(bytes);
         ok = ok && sbuf[k] && rbuf[k];
     }
-    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b->ctl) == MPI_SUCCESS && all_ok)
-        return 0;
-    bench_error(b, "cannot allocate %d buffers of %zu bytes", 2 * n, bytes);
-    return 1;
+    if (!ok) bench_error(b, "cannot allocate %d buffers of %zu bytes", 2 * n, bytes);
+    return bench_all_ok(b, ok) ? 0 : 1;
 }
 
 static uint16_t float_to_half_bits(float f)
@@ -679,6 +686,20 @@ int bench_mpi_step(const bench_ctx_t *b, const void *sbuf, void *rbuf, size_t by
                              MPI_STATUS_IGNORE);
     if (rc == MPI_SUCCESS) return 0;
     bench_error(b, "%s(%zu bytes) failed (MPI code %d)", send ? "MPI_Send" : "MPI_Recv", bytes, rc);
+    return 1;
+}
+
+int bench_weft_step(const bench_ctx_t *b, weft_comm_t comm, const void *sbuf, void *rbuf,
+                    size_t bytes, int send, int peer)
+{
+    weft_status_t st = send ? weft_send(sbuf, bytes, WEFT_UINT8, peer, BENCH_WEFT_TAG, comm)
+                            : weft_recv(rbuf, bytes, WEFT_UINT8, peer, BENCH_WEFT_TAG, comm);
+    if (st == WEFT_SUCCESS) return 0;
+    weft_transport_t tp = WEFT_TRANSPORT_DEFAULT;
+    const char *tp_name = weft_comm_get_transport(comm, &tp) == WEFT_SUCCESS
+                              ? weft_transport_name(tp) : NULL;
+    bench_error(b, "%s(%zu bytes, %s transport): %s (%s)", send ? "weft_send" : "weft_recv", bytes,
+                tp_name ? tp_name : "?", weft_status_name(st), weft_strerror(st));
     return 1;
 }
 

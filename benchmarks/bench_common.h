@@ -81,6 +81,9 @@ void bench_printf(const bench_ctx_t *b, const char *fmt, ...) __attribute__((for
  * run has taken more than 2 s (short runs stay quiet); never with --quiet. */
 void bench_progress(bench_ctx_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** An error message on stderr with the rank (any rank). */
+/** The tag of the benchmarks' plain-MPI messages on bench_ctx_t.mpi_comm. */
+#define BENCH_MPI_TAG 3
+
 void bench_error(const bench_ctx_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ---- options ------------------------------------------------------------------ */
@@ -193,11 +196,14 @@ void bench_fill(void *buf, size_t count, weft_datatype_t dt, int rank);
 
 /** Allocate `bytes` (at least 1) aligned to 64 bytes, zeroed; NULL on failure. */
 void *bench_alloc(size_t bytes);
+/** 1 when ok is nonzero on every rank, else 0 on every rank (an MPI failure
+ * reported). Collective over b->ctl. */
+int bench_all_ok(const bench_ctx_t *b, int ok);
 /**
  * n send and n receive buffers of `bytes` each (bench_alloc). Returns 0 when
- * every rank got all of them, else 1 on every rank (reported once; the
- * buffers that were allocated are left for the caller to free, NULL the
- * others). Collective over b->ctl.
+ * every rank got all of them, else 1 on every rank (reported by the ranks
+ * that failed; the buffers that were allocated are left for the caller to
+ * free, NULL the others). Collective over b->ctl.
  */
 int bench_alloc_pairs(const bench_ctx_t *b, char **sbuf, char **rbuf, int n, size_t bytes);
 
@@ -271,6 +277,12 @@ typedef int (*bench_pp_step_fn)(void *ud, int send, int peer);
  * pattern); ranks above 1 return 0 at once. Returns the first nonzero step.
  */
 int bench_pingpong(const bench_ctx_t *b, long iters, bench_pp_step_fn step, void *ud);
+/** The same step through Weft: weft_send of sbuf or weft_recv into rbuf,
+ * bytes bytes (WEFT_UINT8, tag BENCH_WEFT_TAG) on comm; 0, or 1 with the
+ * failure and the communicator's transport reported. */
+#define BENCH_WEFT_TAG 1
+int bench_weft_step(const bench_ctx_t *b, weft_comm_t comm, const void *sbuf, void *rbuf,
+                    size_t bytes, int send, int peer);
 /** A plain-MPI ping-pong step: MPI_Send of sbuf or MPI_Recv into rbuf, bytes
  * bytes, on b->mpi_comm; 0, or 1 with the failure reported. */
 int bench_mpi_step(const bench_ctx_t *b, const void *sbuf, void *rbuf, size_t bytes, int send,

@@ -108,10 +108,26 @@ double ucx_probe_ns_per_tick(void)
 #endif
 }
 
+/* The real function behind name (next in the lookup order); aborts if none. */
+static void *real_fn(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    if (f == NULL) {
+        fprintf(stderr, "ucx_progress_probe: %s not found: %s\n", name, dlerror());
+        abort();
+    }
+    return f;
+}
+
+/* Resolved once, before any thread can call the wrappers (the preloaded
+ * library's constructor runs before main): the wrappers only read them. */
 __attribute__((constructor)) static void probe_init(void)
 {
     g_t0_ns = now_ns();
     g_t0_ticks = ticks();
+    g_real = (unsigned (*)(ucp_worker_h))real_fn("ucp_worker_progress");
+    g_real_send = (ucs_status_ptr_t(*)(ucp_ep_h, const void *, size_t, ucp_tag_t,
+                                       const ucp_request_param_t *))real_fn("ucp_tag_send_nbx");
 }
 
 static worker_stats_t *slot_of(void *w)
@@ -130,13 +146,6 @@ static worker_stats_t *slot_of(void *w)
 
 unsigned ucp_worker_progress(ucp_worker_h worker)
 {
-    if (g_real == NULL) {
-        g_real = (unsigned (*)(ucp_worker_h))dlsym(RTLD_NEXT, "ucp_worker_progress");
-        if (g_real == NULL) {
-            fprintf(stderr, "ucx_progress_probe: ucp_worker_progress not found: %s\n", dlerror());
-            abort();
-        }
-    }
     uint64_t a = ticks();
     unsigned n = g_real(worker);
     uint64_t b = ticks(), d = b - a;
@@ -160,15 +169,6 @@ unsigned ucp_worker_progress(ucp_worker_h worker)
 ucs_status_ptr_t ucp_tag_send_nbx(ucp_ep_h ep, const void *buffer, size_t count, ucp_tag_t tag,
                                   const ucp_request_param_t *param)
 {
-    if (g_real_send == NULL) {
-        g_real_send = (ucs_status_ptr_t(*)(ucp_ep_h, const void *, size_t, ucp_tag_t,
-                                           const ucp_request_param_t *))dlsym(RTLD_NEXT,
-                                                                              "ucp_tag_send_nbx");
-        if (g_real_send == NULL) {
-            fprintf(stderr, "ucx_progress_probe: ucp_tag_send_nbx not found: %s\n", dlerror());
-            abort();
-        }
-    }
     uint64_t a = ticks();
     ucs_status_ptr_t r = g_real_send(ep, buffer, count, tag, param);
     atomic_store_explicit(&ucx_probe_stamp[3], ticks(), memory_order_relaxed);

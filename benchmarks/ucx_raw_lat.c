@@ -21,7 +21,7 @@
  * exchanged over MPI, ucp_tag_send_nbx / ucp_tag_recv_nbx (full tag mask),
  * each request polled to completion with ucp_worker_progress on the main
  * thread - the calls Weft's UCX transport makes, without its engine. Ranks
- * above 1 only join the timing barriers. Exit 77 on one rank.
+ * above 1 only join the timing barriers. Exit 2 on one rank (as weft_osu_p2p).
  */
 #include <math.h>
 #include <stdatomic.h>
@@ -35,7 +35,6 @@
 #include "bench_common.h"
 
 #define RAW_TAG 0x5eedULL
-#define MPI_TAG_DATA 3
 
 typedef struct raw {
     bench_ctx_t *b;
@@ -93,9 +92,9 @@ static int ucx_recv(raw_t *r, int k)
 static int mpi_test_step(raw_t *r, int send, int peer)
 {
     MPI_Request req;
-    int rc = send ? MPI_Isend(r->sbuf[2], (int)r->bytes, MPI_BYTE, peer, MPI_TAG_DATA,
+    int rc = send ? MPI_Isend(r->sbuf[2], (int)r->bytes, MPI_BYTE, peer, BENCH_MPI_TAG,
                               r->b->mpi_comm, &req)
-                  : MPI_Irecv(r->rbuf[2], (int)r->bytes, MPI_BYTE, peer, MPI_TAG_DATA,
+                  : MPI_Irecv(r->rbuf[2], (int)r->bytes, MPI_BYTE, peer, BENCH_MPI_TAG,
                               r->b->mpi_comm, &req);
     const char *what = send ? "MPI_Isend" : "MPI_Irecv";
     for (int done = 0; rc == MPI_SUCCESS && !done;) {
@@ -109,8 +108,9 @@ static int mpi_test_step(raw_t *r, int send, int peer)
 
 typedef struct side {
     raw_t *r;
-    int mpi; /* 0: raw UCX, 1: MPI_Send/MPI_Recv, 2: MPI_Isend/MPI_Irecv + MPI_Test,
-              * 3: raw UCX + a locked add after each receive */
+    /* the variant, and the index of its buffers: 0 raw UCX, 1 MPI_Send/MPI_Recv,
+     * 2 MPI_Isend/MPI_Irecv + MPI_Test, 3 raw UCX + a locked add after each receive */
+    int k;
 } side_t;
 
 /* One message of the ping-pong on side d (bench_pingpong's step). */
@@ -118,9 +118,9 @@ static int lat_step(void *ud, int send, int peer)
 {
     side_t *d = ud;
     raw_t *r = d->r;
-    if (d->mpi == 1) return bench_mpi_step(r->b, r->sbuf[1], r->rbuf[1], r->bytes, send, peer);
-    if (d->mpi == 2) return mpi_test_step(r, send, peer);
-    return send ? ucx_send(r, d->mpi) : ucx_recv(r, d->mpi);
+    if (d->k == 1) return bench_mpi_step(r->b, r->sbuf[1], r->rbuf[1], r->bytes, send, peer);
+    if (d->k == 2) return mpi_test_step(r, send, peer);
+    return send ? ucx_send(r, d->k) : ucx_recv(r, d->k);
 }
 
 static int lat_run(void *ud, long iters, int round)
@@ -204,16 +204,7 @@ static void raw_close(raw_t *r)
         ucp_request_param_t p;
         p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
         p.flags = 0; /* flush mode */
-        ucs_status_ptr_t req = ucp_ep_close_nbx(r->ep, &p);
-        if (UCS_PTR_IS_ERR(req)) {
-            ucx_fail(r, "ucp_ep_close_nbx", UCS_PTR_STATUS(req));
-        } else if (req != NULL) {
-            ucs_status_t s;
-            while ((s = ucp_request_check_status(req)) == UCS_INPROGRESS)
-                ucp_worker_progress(r->worker);
-            ucp_request_free(req);
-            if (s != UCS_OK) ucx_fail(r, "ucp_ep_close_nbx", s);
-        }
+        (void)wait_req(r, ucp_ep_close_nbx(r->ep, &p), "ucp_ep_close_nbx");
     }
     /* Every rank: keep answering the peer's close until all closed. */
     MPI_Request barrier = MPI_REQUEST_NULL;
@@ -251,8 +242,8 @@ int main(int argc, char **argv)
         return bench_finalize(&b, 2);
     }
     if (b.size < 2) {
-        if (b.rank == 0) fprintf(stderr, "ucx_raw_lat: needs 2 ranks\n");
-        return bench_finalize(&b, 77);
+        if (b.rank == 0) fprintf(stderr, "ucx_raw_lat: needs at least 2 ranks\n");
+        return bench_finalize(&b, 2);
     }
 
     raw_t r = {.b = &b};

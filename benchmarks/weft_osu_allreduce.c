@@ -206,9 +206,7 @@ int main(int argc, char **argv)
                                  "(interleaved, median over rounds).",
                          .extra_usage = "  -d, --device=DEV     host (default): host buffers, no stream;\n"
                                         "                       host-stream: comm bound to a host stream;\n"
-                                        "                       cuda: device buffers, comm bound to a CUDA stream\n",
-                         .extra = NULL,
-                         .extra_ud = NULL};
+                                        "                       cuda: device buffers, comm bound to a CUDA stream\n"};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     rc = bench_apply_algo(&b, &o, WEFT_COLL_ALLREDUCE);

@@ -37,8 +37,7 @@ typedef struct state {
     bench_ctx_t *b;
     size_t bytes;
     int window;
-    char *sbuf, *rbuf;          /* Weft's */
-    char *msbuf, *mrbuf;        /* MPI's */
+    char *sbuf[2], *rbuf[2];    /* [0] Weft's, [1] MPI's */
     char ack[4];
     weft_request_t *wreq;       /* window entries each */
     MPI_Request *mreq;
@@ -62,15 +61,13 @@ static int mpi_fail(state_t *s, const char *what, int rc)
 static int step_weft(void *ud, int send, int peer)
 {
     state_t *s = ud;
-    weft_status_t st = send ? weft_send(s->sbuf, s->bytes, WEFT_UINT8, peer, TAG_DATA, s->b->comm)
-                            : weft_recv(s->rbuf, s->bytes, WEFT_UINT8, peer, TAG_DATA, s->b->comm);
-    return st == WEFT_SUCCESS ? 0 : weft_fail(s, send ? "weft_send" : "weft_recv", st);
+    return bench_weft_step(s->b, s->b->comm, s->sbuf[0], s->rbuf[0], s->bytes, send, peer);
 }
 
 static int step_mpi(void *ud, int send, int peer)
 {
     state_t *s = ud;
-    return bench_mpi_step(s->b, s->msbuf, s->mrbuf, s->bytes, send, peer);
+    return bench_mpi_step(s->b, s->sbuf[1], s->rbuf[1], s->bytes, send, peer);
 }
 
 static int lat_weft(void *ud, long iters, int round)
@@ -98,7 +95,7 @@ static int bw_weft(void *ud, long iters, int round)
     for (long i = 0; i < iters; i++) {
         if (s->b->rank == 0) {
             for (int w = 0; w < s->window; w++)
-                if ((st = weft_isend(s->sbuf, s->bytes, WEFT_UINT8, 1, TAG_DATA, c, &s->wreq[w])) !=
+                if ((st = weft_isend(s->sbuf[0], s->bytes, WEFT_UINT8, 1, TAG_DATA, c, &s->wreq[w])) !=
                     WEFT_SUCCESS) {
                     (void)weft_waitall((size_t)w, s->wreq);
                     return weft_fail(s, "weft_isend", st);
@@ -109,7 +106,7 @@ static int bw_weft(void *ud, long iters, int round)
                 return weft_fail(s, "weft_recv(ack)", st);
         } else {
             for (int w = 0; w < s->window; w++)
-                if ((st = weft_irecv(s->rbuf, s->bytes, WEFT_UINT8, 0, TAG_DATA, c, &s->wreq[w])) !=
+                if ((st = weft_irecv(s->rbuf[0], s->bytes, WEFT_UINT8, 0, TAG_DATA, c, &s->wreq[w])) !=
                     WEFT_SUCCESS) {
                     (void)weft_waitall((size_t)w, s->wreq);
                     return weft_fail(s, "weft_irecv", st);
@@ -133,7 +130,7 @@ static int bw_mpi(void *ud, long iters, int round)
     for (long i = 0; i < iters; i++) {
         if (s->b->rank == 0) {
             for (int w = 0; w < s->window; w++)
-                if ((rc = MPI_Isend(s->msbuf, n, MPI_BYTE, 1, TAG_DATA, c, &s->mreq[w])) !=
+                if ((rc = MPI_Isend(s->sbuf[1], n, MPI_BYTE, 1, TAG_DATA, c, &s->mreq[w])) !=
                     MPI_SUCCESS)
                     return mpi_fail(s, "MPI_Isend", rc);
             if ((rc = MPI_Waitall(s->window, s->mreq, s->mstat)) != MPI_SUCCESS)
@@ -143,7 +140,7 @@ static int bw_mpi(void *ud, long iters, int round)
                 return mpi_fail(s, "MPI_Recv(ack)", rc);
         } else {
             for (int w = 0; w < s->window; w++)
-                if ((rc = MPI_Irecv(s->mrbuf, n, MPI_BYTE, 0, TAG_DATA, c, &s->mreq[w])) !=
+                if ((rc = MPI_Irecv(s->rbuf[1], n, MPI_BYTE, 0, TAG_DATA, c, &s->mreq[w])) !=
                     MPI_SUCCESS)
                     return mpi_fail(s, "MPI_Irecv", rc);
             if ((rc = MPI_Waitall(s->window, s->mreq, s->mstat)) != MPI_SUCCESS)
@@ -242,21 +239,16 @@ int main(int argc, char **argv)
     if (s == NULL) return bench_finalize(&b, 1);
     s->b = &b;
     s->window = (int)e.window;
-    s->sbuf = bench_alloc(o.max_bytes);
-    s->rbuf = bench_alloc(o.max_bytes);
-    s->msbuf = bench_alloc(o.max_bytes);
-    s->mrbuf = bench_alloc(o.max_bytes);
     s->wreq = calloc((size_t)s->window, sizeof(*s->wreq));
     s->mreq = calloc((size_t)s->window, sizeof(*s->mreq));
     s->mstat = calloc((size_t)s->window, sizeof(*s->mstat));
-    int ok = s->sbuf && s->rbuf && s->msbuf && s->mrbuf && s->wreq && s->mreq && s->mstat, all_ok = 0;
-    if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
-        bench_error(&b, "cannot allocate 4 buffers of %zu bytes", o.max_bytes);
+    const int ok = s->wreq && s->mreq && s->mstat;
+    if (!ok) bench_error(&b, "cannot allocate the request window (%d)", s->window);
+    if (!bench_all_ok(&b, ok) || bench_alloc_pairs(&b, s->sbuf, s->rbuf, 2, o.max_bytes) != 0) {
         rc = 1;
         goto out_free;
     }
-    bench_fill(s->sbuf, o.max_bytes, WEFT_UINT8, b.rank);
-    bench_fill(s->msbuf, o.max_bytes, WEFT_UINT8, b.rank);
+    for (int k = 0; k < 2; k++) bench_fill(s->sbuf[k], o.max_bytes, WEFT_UINT8, b.rank);
 
     bench_csv_t csv;
     if (bench_csv_open(&b, &csv, o.csv_path, "test,size_bytes,weft,mpi,weft_over_mpi,unit") != 0) {
@@ -335,10 +327,10 @@ out_csv:
     if (bench_csv_close(&csv) != 0) rc = 1;
 
 out_free:
-    free(s->sbuf);
-    free(s->rbuf);
-    free(s->msbuf);
-    free(s->mrbuf);
+    for (int k = 0; k < 2; k++) {
+        free(s->sbuf[k]);
+        free(s->rbuf[k]);
+    }
     free(s->wreq);
     free(s->mreq);
     free(s->mstat);

@@ -25,7 +25,6 @@
 
 #include "bench_common.h"
 
-#define TAG_DATA 3
 
 typedef struct state {
     bench_ctx_t *b;
@@ -54,12 +53,7 @@ static int lat_step(void *ud, int send, int peer)
     side_t *d = ud;
     state_t *s = d->s;
     const int k = d->k;
-    if (k < 2) {
-        weft_status_t st =
-            send ? weft_send(s->sbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k])
-                 : weft_recv(s->rbuf[k], s->bytes, WEFT_UINT8, peer, TAG_DATA, s->comm[k]);
-        return st == WEFT_SUCCESS ? 0 : weft_fail(s, send ? "weft_send" : "weft_recv", st, k);
-    }
+    if (k < 2) return bench_weft_step(s->b, s->comm[k], s->sbuf[k], s->rbuf[k], s->bytes, send, peer);
     return bench_mpi_step(s->b, s->sbuf[2], s->rbuf[2], s->bytes, send, peer);
 }
 
@@ -217,7 +211,6 @@ int main(int argc, char **argv)
     bench_print_header(&b, &o, "Weft transports compared (weft_osu_transports)", NULL);
     bench_printf(&b, "# Sides: weft-mpi = Weft on a communicator over the MPI transport, weft-ucx "
                      "= over UCX, mpi = plain MPI on its own dup of MPI_COMM_WORLD\n");
-    rc = 0;
     for (int pass = 1; pass <= 2 && rc == 0; pass++) {
         if (!(mode & pass)) continue;
         const int lat = pass == 1;
