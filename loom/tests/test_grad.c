@@ -13,15 +13,26 @@
 
 static loom_rng_t rng;
 
+/* calloc that ends the test on failure (a test must not write through NULL). */
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (p == NULL) {
+        fprintf(stderr, "test_grad: out of memory\n");
+        exit(1);
+    }
+    return p;
+}
+
 static float *randv(size_t n, float scale)
 {
-    float *p = malloc(sizeof(float) * (n ? n : 1));
+    float *p = xcalloc(n, sizeof(float));
     for (size_t i = 0; i < n; i++)
         p[i] = scale * loom_rng_normal(&rng);
     return p;
 }
 
-static float *zeros(size_t n) { return calloc(n ? n : 1, sizeof(float)); }
+static float *zeros(size_t n) { return xcalloc(n, sizeof(float)); }
 
 static double dot(const float *a, const float *b, size_t n)
 {
@@ -348,7 +359,7 @@ static void test_pool_forward_ref(void)
         int ho = (h + 2 * pad - k) / st + 1, wo = (w + 2 * pad - k) / st + 1;
         size_t nin = loom_shape_count(sh), nout = (size_t)2 * 3 * ho * wo;
         float *x = randv(nin, 1.0f), *ymax = zeros(nout), *yavg = zeros(nout);
-        int32_t *am = malloc(sizeof(int32_t) * nout);
+        int32_t *am = xcalloc(nout, sizeof(int32_t));
         loom_maxpool_forward(&d, sh, x, ymax, am);
         loom_avgpool_forward(&d, sh, x, yavg);
         int bad_max = 0, bad_avg = 0;
@@ -356,24 +367,26 @@ static void test_pool_forward_ref(void)
             for (int oh = 0; oh < ho; oh++)
                 for (int ow = 0; ow < wo; ow++) {
                     float best = -FLT_MAX, acc = 0.0f;
-                    int any = 0;
+                    int any = 0, best_at = -1; /* best's index in the channel's plane */
                     for (int ki = 0; ki < k; ki++)
                         for (int kj = 0; kj < k; kj++) {
                             int ih = oh * st - pad + ki, iw = ow * st - pad + kj;
                             if (ih < 0 || ih >= h || iw < 0 || iw >= w)
                                 continue;
                             float v = x[(size_t)nc * h * w + (size_t)ih * w + iw];
-                            if (!any || v > best)
+                            if (!any || v > best) {
                                 best = v;
+                                best_at = ih * w + iw;
+                            }
                             any = 1;
                             acc += v;
                         }
                     size_t o = (size_t)nc * ho * wo + (size_t)oh * wo + ow;
-                    bad_max += ymax[o] != (any ? best : 0.0f);
+                    bad_max += ymax[o] != (any ? best : 0.0f) || am[o] != best_at;
                     bad_avg += yavg[o] != acc * (1.0f / (float)(k * k));
                 }
-        CHECK(!bad_max && !bad_avg, "pooling forward k%d s%d p%d %dx%d: %d max and %d avg outputs differ "
-              "from the reference", k, st, pad, h, w, bad_max, bad_avg);
+        CHECK(!bad_max && !bad_avg, "pooling forward k%d s%d p%d %dx%d: %d max (value or argmax) and %d avg "
+              "outputs differ from the reference", k, st, pad, h, w, bad_max, bad_avg);
         free(x);
         free(ymax);
         free(yavg);

@@ -72,6 +72,36 @@ static weft_status_t create_with(weft_transport_t tp, weft_comm_t *c)
     return weft_comm_create_ex(MPI_COMM_WORLD, NULL, &p, c);
 }
 
+/* A new communicator over transport tp does a correct allreduce (checked),
+ * then is destroyed. */
+static void comm_works(mt_ctx_t *t, weft_transport_t tp, const char *when)
+{
+    weft_comm_t c = NULL;
+    if (!MT_STATUS(t, create_with(tp, &c), WEFT_SUCCESS, "weft_comm_create_ex")) {
+        MT_CHECK(t, 0, "no %s-transport communicator %s", weft_transport_name(tp), when);
+        return;
+    }
+    int mine = t->rank + 1, sum = 0;
+    MT_STATUS(t, weft_allreduce(&mine, &sum, 1, WEFT_INT32, WEFT_SUM, c), WEFT_SUCCESS,
+              "allreduce on the new comm");
+    MT_CHECK(t, sum == t->size * (t->size + 1) / 2, "allreduce over %s %s: %d, expected %d",
+             weft_transport_name(tp), when, sum, t->size * (t->size + 1) / 2);
+    MT_STATUS(t, weft_comm_destroy(c), WEFT_SUCCESS, "weft_comm_destroy");
+}
+
+/* Destroy the harness communicator, weft_finalize, weft_init, and create the
+ * harness communicator again (for mt_finish). Returns 0 if Weft is up again. */
+static int restart_weft(mt_ctx_t *t)
+{
+    MT_STATUS(t, weft_comm_destroy(t->comm), WEFT_SUCCESS, "weft_comm_destroy (harness comm)");
+    t->comm = NULL;
+    if (!MT_STATUS(t, weft_finalize(), WEFT_SUCCESS, "weft_finalize") ||
+        !MT_STATUS(t, weft_init(NULL), WEFT_SUCCESS, "weft_init again"))
+        return -1;
+    return MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, NULL, &t->comm), WEFT_SUCCESS,
+                     "weft_comm_create (harness comm again)") ? 0 : -1;
+}
+
 /* 3. */
 static void test_both(mt_ctx_t *t)
 {
@@ -137,7 +167,8 @@ static void test_both(mt_ctx_t *t)
     const size_t nb = 100000;
     int right = (t->rank + 1) % t->size, left = (t->rank + t->size - 1) % t->size;
     uint8_t *sb[2] = {NULL, NULL}, *rb[2] = {NULL, NULL};
-    weft_request_t r[4];
+    weft_request_t r[4] = {WEFT_REQUEST_NULL, WEFT_REQUEST_NULL, WEFT_REQUEST_NULL,
+                           WEFT_REQUEST_NULL};
     for (int k = 0; k < n_tp; k++) {
         sb[k] = malloc(nb);
         rb[k] = calloc(nb, 1);
@@ -199,6 +230,7 @@ static void test_errors(mt_ctx_t *t)
         p.transport = WEFT_TRANSPORT_UCX;
         MT_STATUS(t, weft_comm_create_ex(MPI_COMM_WORLD, NULL, &p, &c), WEFT_ERR_UNSUPPORTED,
                   "UCX in a build without it");
+        MT_CHECK(t, c == NULL, "a failed create set the handle");
     }
 
     weft_transport_t got;
@@ -207,60 +239,20 @@ static void test_errors(mt_ctx_t *t)
               "get_transport(comm, NULL)");
 
     /* still usable: a communicator with the other transport than the default */
-    p.transport = WEFT_TRANSPORT_MPI;
-    if (MT_STATUS(t, weft_comm_create_ex(MPI_COMM_WORLD, NULL, &p, &c), WEFT_SUCCESS,
-                  "create after the failures")) {
-        int one = 1, sum = 0;
-        MT_STATUS(t, weft_allreduce(&one, &sum, 1, WEFT_INT32, WEFT_SUM, c), WEFT_SUCCESS,
-                  "allreduce after the failures");
-        MT_CHECK(t, sum == t->size, "allreduce after the failures: %d, expected %d", sum, t->size);
-        MT_STATUS(t, weft_comm_destroy(c), WEFT_SUCCESS, "weft_comm_destroy");
-    }
+    comm_works(t, WEFT_TRANSPORT_MPI, "after the failures");
 }
 
 /* 5. */
 static void test_reinit(mt_ctx_t *t)
 {
-    MT_STATUS(t, weft_comm_destroy(t->comm), WEFT_SUCCESS, "weft_comm_destroy (harness comm)");
-    t->comm = NULL;
     for (int life = 0; life < 2; life++) {
-        if (!MT_STATUS(t, weft_finalize(), WEFT_SUCCESS, "weft_finalize") ||
-            !MT_STATUS(t, weft_init(NULL), WEFT_SUCCESS, "weft_init again"))
-            return;
-        weft_comm_params_t p = WEFT_COMM_PARAMS_INITIALIZER;
-        p.transport = HAVE_UCX ? WEFT_TRANSPORT_UCX : WEFT_TRANSPORT_MPI;
-        weft_comm_t c = NULL;
-        if (!MT_STATUS(t, weft_comm_create_ex(MPI_COMM_WORLD, NULL, &p, &c), WEFT_SUCCESS,
-                       "create after weft_init again"))
-            return;
-        int mine = t->rank + 1, sum = 0;
-        MT_STATUS(t, weft_allreduce(&mine, &sum, 1, WEFT_INT32, WEFT_SUM, c), WEFT_SUCCESS,
-                  "allreduce");
-        MT_CHECK(t, sum == t->size * (t->size + 1) / 2, "allreduce (life %d): %d, expected %d",
-                 life, sum, t->size * (t->size + 1) / 2);
-        MT_STATUS(t, weft_comm_destroy(c), WEFT_SUCCESS, "weft_comm_destroy");
+        if (restart_weft(t) != 0) return;
+        comm_works(t, HAVE_UCX ? WEFT_TRANSPORT_UCX : WEFT_TRANSPORT_MPI,
+                   life ? "in a third life" : "after weft_init again");
     }
-    /* for mt_finish */
-    MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, NULL, &t->comm), WEFT_SUCCESS,
-              "weft_comm_create (harness comm again)");
 }
 
-/* 6. An MPI-transport allreduce on a new communicator, checked. */
-static void mpi_comm_works(mt_ctx_t *t, const char *when)
-{
-    weft_comm_t c = NULL;
-    if (!MT_STATUS(t, create_with(WEFT_TRANSPORT_MPI, &c), WEFT_SUCCESS, "MPI-transport comm")) {
-        MT_CHECK(t, 0, "no MPI-transport communicator %s", when);
-        return;
-    }
-    int mine = t->rank + 1, sum = 0;
-    MT_STATUS(t, weft_allreduce(&mine, &sum, 1, WEFT_INT32, WEFT_SUM, c), WEFT_SUCCESS,
-              "allreduce on the MPI-transport comm");
-    MT_CHECK(t, sum == t->size * (t->size + 1) / 2, "allreduce %s: %d, expected %d", when, sum,
-             t->size * (t->size + 1) / 2);
-    MT_STATUS(t, weft_comm_destroy(c), WEFT_SUCCESS, "weft_comm_destroy");
-}
-
+/* 6. */
 static void test_ucx_unusable(mt_ctx_t *t)
 {
     for (int life = 0; life < 2; life++) {
@@ -275,16 +267,9 @@ static void test_ucx_unusable(mt_ctx_t *t)
         MT_CHECK(t, MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD) == MPI_SUCCESS &&
                         sum == t->size,
                  "MPI_Allreduce after the failed UCX start: %d, expected %d", sum, t->size);
-        mpi_comm_works(t, life ? "after weft_init again" : "after the failed UCX start");
-        if (life == 0) {
-            MT_STATUS(t, weft_comm_destroy(t->comm), WEFT_SUCCESS, "weft_comm_destroy (harness)");
-            t->comm = NULL;
-            if (!MT_STATUS(t, weft_finalize(), WEFT_SUCCESS, "weft_finalize") ||
-                !MT_STATUS(t, weft_init(NULL), WEFT_SUCCESS, "weft_init again"))
-                return;
-            MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, NULL, &t->comm), WEFT_SUCCESS,
-                      "weft_comm_create (harness comm again)");
-        }
+        comm_works(t, WEFT_TRANSPORT_MPI,
+                   life ? "after weft_init again" : "after the failed UCX start");
+        if (life == 0 && restart_weft(t) != 0) return;
     }
 }
 

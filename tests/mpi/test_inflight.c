@@ -271,11 +271,13 @@ typedef struct race {
     weft_request_t req; /* a copy of the handle the main thread waits on */
     weft_status_t st;
     int got;            /* 1: this thread completed the request */
+    _Atomic int ready;  /* the thread runs: the wait starts only then, so they race */
 } race_t;
 
 static void *race_test(void *arg)
 {
     race_t *r = arg;
+    atomic_store(&r->ready, 1);
     for (;;) {
         int done = 0;
         r->st = weft_test(&r->req, &done);
@@ -295,9 +297,10 @@ static void race_once(mt_ctx_t *t, weft_comm_t comm, int round)
     if (!MT_STATUS(t, weft_iallreduce(&in, &out, 1, WEFT_INT32, WEFT_SUM, comm, &req),
                    WEFT_SUCCESS, "weft_iallreduce (race)"))
         return;
-    race_t r = {.req = req, .st = WEFT_SUCCESS, .got = 0};
+    race_t r = {.req = req, .st = WEFT_SUCCESS, .got = 0, .ready = 0};
     pthread_t th;
     int started = pthread_create(&th, NULL, race_test, &r) == 0;
+    while (started && !atomic_load(&r.ready)) sched_yield();
     weft_status_t st = weft_wait(&req);
     if (started) pthread_join(th, NULL);
     else r.st = WEFT_ERR_INVALID_REQUEST; /* no rival: the wait alone must complete it */
