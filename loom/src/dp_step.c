@@ -47,6 +47,8 @@
 #include <time.h>
 
 #define MAX_SPEEDUPS 16
+#define STR_(x) #x
+#define STR(x) STR_(x) /* a macro's value as a string literal */
 
 static const char *dps_usage =
     "usage: mpiexec -n P loom dp-step [options]\n"
@@ -77,7 +79,7 @@ typedef struct {
 
 static int bad(int rank, const char *fmt, const char *a)
 {
-    return loom_usage_error(rank, "dp-step", fmt, a);
+    return loom__usage_error(rank, "dp-step", fmt, a);
 }
 
 /* "1,4,16": positive numbers, at most MAX_SPEEDUPS. */
@@ -118,11 +120,8 @@ static int parse(int argc, char **argv, dargs_t *a, int rank)
         if (i + 1 >= argc)
             return bad(rank, "option %s needs a value", k);
         const char *v = argv[++i];
-        char *end = NULL;
-        errno = 0;
-        double d = strtod(v, &end);
-        int num = !errno && end != v && *end == '\0' && isfinite(d);
-        int isint = num && d == floor(d) && d >= 0 && d <= 1e9;
+        double d = 0;
+        const int kind = loom__parse_number(v, &d), num = kind > 0, isint = kind == 2;
         if (!strcmp(k, "--model")) {
             a->model = v;
             if (strcmp(v, "mesh") != 0 && strncmp(v, "resnet", 6) != 0)
@@ -132,7 +131,7 @@ static int parse(int argc, char **argv, dargs_t *a, int rank)
         } else if (!strcmp(k, "--speedup")) {
             if (parse_speedups(v, a) < 0)
                 return bad(rank, "--speedup wants positive numbers separated by commas, at most "
-                                 "16 (got '%s')", v);
+                                 STR(MAX_SPEEDUPS) " (got '%s')", v);
         } else if (!strcmp(k, "--bucket-mb") || !strcmp(k, "--width")) {
             if (!num || !(d > 0))
                 return bad(rank, "%s needs a positive number", k);

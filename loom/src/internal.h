@@ -54,6 +54,11 @@ int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
 /* A command-line error of a parallel command: rank 0 prints "loom: " fmt
  * (with one string argument) and where the options are ('loom CMD --help').
  * Returns -1.  Thread: the main thread. */
-int loom_usage_error(int rank, const char *cmd, const char *fmt, const char *arg);
+int loom__usage_error(int rank, const char *cmd, const char *fmt, const char *arg);
+
+/* An option's value v as a number: the whole string, finite (no inf or nan).
+ * Returns 0 if it is not one, 1 for a number, 2 for a whole number in
+ * [0, 1e9]; *d is set unless 0.  Any thread. */
+int loom__parse_number(const char *v, double *d);
 
 #endif

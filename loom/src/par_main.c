@@ -70,7 +70,7 @@ int loom_par_wanted(int argc, char **argv)
 
 static int bad(int rank, const char *fmt, const char *a)
 {
-    return loom_usage_error(rank, "train --model mesh", fmt, a);
+    return loom__usage_error(rank, "train --model mesh", fmt, a);
 }
 
 static int parse(int argc, char **argv, pargs_t *a, int rank)
@@ -95,10 +95,8 @@ static int parse(int argc, char **argv, pargs_t *a, int rank)
         if (i + 1 >= argc)
             return bad(rank, "option %s needs a value", k);
         const char *v = argv[++i];
-        char *end = NULL;
-        double d = strtod(v, &end);
-        int num = end && end != v && *end == '\0';
-        int isint = num && d == floor(d) && d >= 0 && d <= 1e9;
+        double d = 0;
+        const int kind = loom__parse_number(v, &d), num = kind > 0, isint = kind == 2;
         if (!strcmp(k, "--model")) a->model = v;
         else if (!strcmp(k, "--data")) a->data = v;
         else if (!strcmp(k, "--data-dir")) a->data_dir = v;
@@ -116,7 +114,7 @@ static int parse(int argc, char **argv, pargs_t *a, int rank)
             a->sh = h;
             a->sw = w;
         } else if (!num) {
-            return bad(rank, "option needs a number (got '%s')", v);
+            return bad(rank, "option needs a finite number (got '%s')", v);
         } else if (!strcmp(k, "--lr")) a->lr = d;
         else if (!strcmp(k, "--momentum")) a->momentum = d;
         else if (!strcmp(k, "--wd")) a->wd = d;

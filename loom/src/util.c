@@ -1,5 +1,6 @@
 /* util.c - status strings, error messages, threads setting, time, rng. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include "internal.h"
 
 #include <math.h>
@@ -100,7 +101,7 @@ float loom_rng_normal(loom_rng_t *r)
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
 
-int loom_usage_error(int rank, const char *cmd, const char *fmt, const char *arg)
+int loom__usage_error(int rank, const char *cmd, const char *fmt, const char *arg)
 {
     if (rank == 0) {
         fprintf(stderr, "loom: ");
@@ -108,4 +109,15 @@ int loom_usage_error(int rank, const char *cmd, const char *fmt, const char *arg
         fprintf(stderr, "\nRun 'loom %s --help' for the options.\n", cmd);
     }
     return -1;
+}
+
+int loom__parse_number(const char *v, double *d)
+{
+    char *end = NULL;
+    errno = 0;
+    const double x = strtod(v, &end);
+    if (errno || end == v || *end != '\0' || !isfinite(x))
+        return 0;
+    *d = x;
+    return x == floor(x) && x >= 0 && x <= 1e9 ? 2 : 1;
 }

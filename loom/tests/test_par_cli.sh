@@ -7,7 +7,8 @@
 # mesh samples written to a file (--mesh-write) train like generated ones.
 # `loom dp-step` (device-style compute, overlap against blocking) prints its
 # table, final line and CSV on 2 ranks and on 1 (hidden_pct n/a there), and
-# refuses bad options with status 2 and a message.
+# refuses bad options with status 2 and a message; so does train for a value
+# that is not a finite number.
 set -u
 MPIEXEC=$1
 LOOM=$2
@@ -81,6 +82,12 @@ if [ $rc -eq 2 ] && grep -q 'speedup wants positive numbers' "$tmp/e"; then ok; 
 "$MPIEXEC" -n 2 "$LOOM" dp-step --steps 3 --bogus 1 >"$tmp/o" 2>"$tmp/e"
 rc=$?
 if [ $rc -eq 2 ] && grep -q 'unknown option --bogus' "$tmp/e"; then ok; else bad "dp-step --bogus: rc $rc $(cat "$tmp/e")"; fi
+# not finite: refused (an infinite bucket size became an out-of-range size_t)
+for opt in "--lr nan" "--bucket-mb inf"; do
+    "$MPIEXEC" -n 1 "$LOOM" train --model mesh $opt >"$tmp/o" 2>"$tmp/e"
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q 'needs a finite number' "$tmp/e"; then ok; else bad "train $opt: rc $rc $(cat "$tmp/e")"; fi
+done
 
 echo "$pass passed, $fails failed"
 [ $fails -eq 0 ]
