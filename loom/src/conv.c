@@ -484,6 +484,7 @@ static void bwd_task(void *arg, int tid, int nt)
         memset(j->dx + sb * d->cin * HW, 0, sizeof(float) * (se - sb) * d->cin * HW);
     float *col = base + j->L.col, *aux = base + j->L.aux, *dyg = base + j->L.dyg;
     float *tmp = base + j->L.tmp;
+    const loom_conv_desc_t dt = flipped(j) ? flipped_desc(d) : *d; /* dy -> dx, once per job */
     for (size_t s0 = sb; s0 < se; s0 += (size_t)nb) {
         int m = (int)LOOM_MIN((size_t)nb, se - s0);
         size_t ld = (size_t)m * P, ldx = (size_t)m * HW;
@@ -492,7 +493,6 @@ static void bwd_task(void *arg, int tid, int nt)
             const float *xc = j->x + (s0 * d->cin + (size_t)g * cg) * HW;
             float *dxc = j->dx ? j->dx + (s0 * d->cin + (size_t)g * cg) * HW : NULL;
             if (flipped(j)) {
-                const loom_conv_desc_t dt = flipped_desc(d);
                 im2col(&dt, dyc, d->cout * P, m, j->ho, j->wo, j->h, j->w, cog, aux, ldx);
                 if (dw) {
                     /* x of the m samples as a cg x ldx matrix */

@@ -386,7 +386,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     loom_dp_t *dp = NULL;
     sched_t sc = {0};
     double *times = NULL;
-    row_t *rows = NULL;
+    row_t rows[MAX_SPEEDUPS] = {{0}};
     int st, rc = 1, ws;
     loom_shape_t in = a->mesh ? (loom_shape_t){a->batch, LOOM_MESH_CHANNELS, a->mesh_size, a->mesh_size}
                               : (loom_shape_t){a->batch, 1, 28, 28};
@@ -454,8 +454,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
      * blocking and overlap, then the early buckets of overlap */
     size_t per = (size_t)a->steps, nt = (size_t)a->ns * (K_COUNT + 3) * per;
     times = calloc(nt, sizeof *times);
-    rows = calloc((size_t)a->ns, sizeof *rows);
-    if (!times || !rows) {
+    if (!times) {
         st = loom_error(LOOM_ERR_NOMEM, "dp-step: out of memory for %zu step times", nt);
         goto fail;
     }
@@ -569,7 +568,6 @@ fail:
     rc = 1;
 out:
     free(times);
-    free(rows);
     loom_dp_destroy(dp);
     free(sc.bwd);
     free(sc.ready);
@@ -604,28 +602,15 @@ int loom_dp_step_main(int argc, char **argv)
         nofile = 1;
     }
     ws = weft_allreduce(WEFT_IN_PLACE, &nofile, 1, WEFT_INT32, WEFT_MAX, comm);
-    int rc;
+    int rc = 1; /* a missing CSV file fails every rank alike */
     if (ws != WEFT_SUCCESS) {
         fprintf(stderr, "loom: rank %d: dp-step: weft_allreduce: %s\n", rank, weft_strerror(ws));
-        rc = -1;
-    } else if (nofile) {
-        rc = 1;
-    } else {
-        rc = run(&a, rank, size, comm, csv);
-        if (rc == 1)
-            rc = -1; /* a run-time failure may be this rank's alone */
+        loom__abort_job(size);
+    } else if (!nofile && (rc = run(&a, rank, size, comm, csv)) == 1) {
+        loom__abort_job(size);
     }
     if (csv && fclose(csv) != 0 && rc == 0) {
         fprintf(stderr, "loom: dp-step: closing %s: %s\n", a.csv, strerror(errno));
-        rc = 1;
-    }
-    if (rc < 0) {
-        if (size > 1) {
-            /* the other ranks may wait inside a collective: stop the job */
-            fflush(stdout);
-            fflush(stderr);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
         rc = 1;
     }
     ws = weft_comm_destroy(comm);

@@ -56,6 +56,12 @@ int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
  * Returns -1.  Thread: the main thread. */
 int loom__usage_error(int rank, const char *cmd, const char *fmt, const char *arg);
 
+/* A parallel command's run failed on this rank, maybe on this rank alone:
+ * with more than one rank, MPI_Abort the job (the others may wait in a
+ * collective); returns with one.  The loom executable (par_main.c), main
+ * thread. */
+void loom__abort_job(int size);
+
 /* An option's value v as a number: the whole string, finite (no inf or nan).
  * Returns 0 if it is not one, 1 for a number, 2 for a whole number in
  * [0, 1e9]; *d is set unless 0.  Any thread. */

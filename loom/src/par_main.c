@@ -771,6 +771,17 @@ out:
     return rc;
 }
 
+void loom__abort_job(int size)
+{
+    /* a run-time failure on one rank leaves the others inside a collective:
+     * stop the job rather than hang (the message is printed) */
+    if (size > 1) {
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
 int loom_par_main(int argc, char **argv)
 {
     weft_init_params_t ip = WEFT_INIT_PARAMS_INITIALIZER;
@@ -812,13 +823,8 @@ int loom_par_main(int argc, char **argv)
         return EXIT_USAGE;
     }
     rc = a.mesh ? run_mesh(&r, &a) : run_resnet(&r, &a);
-    if (rc == 1 && size > 1) {
-        /* a run-time failure on one rank leaves the others inside a
-         * collective: stop the job rather than hang (the message is printed) */
-        fflush(stdout);
-        fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    if (rc == 1)
+        loom__abort_job(size);
     teardown(&r);
     weft_finalize();
     return rc;

@@ -165,7 +165,8 @@ START_TEST(test_pieces_any_order)
 }
 END_TEST
 
-/* Every piece three bytes long, the odd ones first: far more than
+/* Every piece three bytes long, the even-numbered ones first (offsets 0, 6,
+ * 12, ...), then the odd-numbered ones: far more than
  * WEFT__RR_EDGES elements are open at once. The receive must report it. */
 START_TEST(test_too_many_open_elements)
 {
