@@ -9,17 +9,8 @@
 /* Communicator handles: generation-checked (lib/handle.h), so every entry
  * point refuses a destroyed communicator or one from before a weft_finalize
  * (WEFT_ERR_INVALID_COMM) instead of reading freed memory. */
-static weft__htab_t comms = WEFT__HTAB_INITIALIZER;
+weft__htab_t weft__comms = WEFT__HTAB_INITIALIZER;
 static _Atomic int next_id;
-
-weft_status_t weft__comm_get(weft_comm_t comm, weft__comm_t **out)
-{
-    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
-    weft__comm_t *c = weft__htab_get(&comms, (uint64_t)(uintptr_t)comm);
-    if (c == NULL) return WEFT_ERR_INVALID_COMM;
-    *out = c;
-    return WEFT_SUCCESS;
-}
 
 /* Collective agreement: WEFT_SUCCESS only if every rank passes st == 0, so
  * that no rank goes on into a collective step another rank skipped. */
@@ -96,7 +87,7 @@ weft_status_t weft_comm_create_ex(MPI_Comm mpi_comm, weft_stream_t stream,
     WEFT__CHECK_GOTO(weft__stream_comm_attach(c), st, fail_open);
 
     uint64_t h = 0;
-    WEFT__CHECK_GOTO((weft_status_t)weft__htab_add(&comms, c, &h), st, fail_attach);
+    WEFT__CHECK_GOTO((weft_status_t)weft__htab_add(&weft__comms, c, &h), st, fail_attach);
     c->handle = h;
     WEFT__DEBUG("comm %d created: %d ranks, transport %s", c->id, c->size, c->tp->name);
     *out = (weft_comm_t)(uintptr_t)h;
@@ -158,7 +149,7 @@ weft_status_t weft_comm_destroy(weft_comm_t comm)
 {
     weft__comm_t *c = NULL;
     WEFT__CHECK(weft__comm_get(comm, &c));
-    if (!weft__htab_retire(&comms, c->handle)) return WEFT_ERR_INVALID_COMM; /* a racing destroy won */
+    if (!weft__htab_retire(&weft__comms, c->handle)) return WEFT_ERR_INVALID_COMM; /* a racing destroy won */
     drain(c);
     comm_free(c);
     return WEFT_SUCCESS;
@@ -208,7 +199,7 @@ static void free_one(void *c, void *unused)
     comm_free(c);
 }
 
-void weft__comm_free_all(void) { weft__htab_retire_all(&comms, free_one, NULL); }
+void weft__comm_free_all(void) { weft__htab_retire_all(&weft__comms, free_one, NULL); }
 
 weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
 {

@@ -57,13 +57,6 @@ static weft__hslot_t *live(weft__htab_t *t, uint64_t h, memory_order mo)
     return atomic_load_explicit(&s->gen, mo) == gen ? s : NULL;
 }
 
-void *weft__htab_get(weft__htab_t *t, uint64_t h)
-{
-    /* acquire: pairs with weft__htab_add's release (obj is the one published) */
-    weft__hslot_t *s = live(t, h, memory_order_acquire);
-    return s ? s->obj : NULL;
-}
-
 /* Retire live slot s of handle index idx. Lock held. */
 static void retire_locked(weft__htab_t *t, weft__hslot_t *s, uint32_t idx)
 {

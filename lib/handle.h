@@ -43,8 +43,20 @@ typedef struct weft__htab {
 
 /** Give obj a handle (*out). WEFT_ERR_NO_MEMORY (as int) when the table is full. Any thread. */
 int weft__htab_add(weft__htab_t *t, void *obj, uint64_t *out);
-/** The live object behind h, or NULL. Any thread, lock-free. */
-void *weft__htab_get(weft__htab_t *t, uint64_t h);
+/** The live object behind h, or NULL. Any thread, lock-free (inline: every
+ * entry point of Weft calls it). */
+static inline void *weft__htab_get(weft__htab_t *t, uint64_t h)
+{
+    const uint32_t idx = (uint32_t)h, gen = (uint32_t)(h >> 32);
+    /* acquire: pairs with the release of a new chunk in weft__htab_add */
+    if (idx == 0 || (gen & 1u) == 0 || idx - 1 >= atomic_load_explicit(&t->nslots, memory_order_acquire))
+        return NULL;
+    /* acquire: the chunk's initialised slots */
+    weft__hslot_t *chunk = atomic_load_explicit(&t->chunks[(idx - 1) / WEFT__HANDLE_CHUNK], memory_order_acquire);
+    weft__hslot_t *s = &chunk[(idx - 1) % WEFT__HANDLE_CHUNK];
+    /* acquire: pairs with weft__htab_add's release (obj is the one published) */
+    return atomic_load_explicit(&s->gen, memory_order_acquire) == gen ? s->obj : NULL;
+}
 /** Retire h: true if it was live (one of two racing retirements wins). Any thread. */
 bool weft__htab_retire(weft__htab_t *t, uint64_t h);
 /**

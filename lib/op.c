@@ -72,7 +72,6 @@ weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t *
     op->detached = 0;
     op->unbound = 0;
     op->owned = NULL;
-    atomic_init(&op->cb_state, 0);
     op->cb_fn = NULL;
     op->cb_arg = NULL;
     op->kind = kind;
@@ -86,8 +85,10 @@ weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t *
 void weft__op_free(weft__op_t *op)
 {
     if (op->sop != NULL) weft__stream_op_release(op);
-    free(op->owned);
-    op->owned = NULL;
+    if (op->owned != NULL) {
+        free(op->owned);
+        op->owned = NULL;
+    }
     if (op_cache.n >= OP_CACHE_MAX) {
         free(op);
         return;

@@ -16,6 +16,7 @@
 
 #include "weft.h"
 #include "weft_mpi.h"
+#include "handle.h"
 #include "log.h"
 
 #define WEFT__UNUSED(x) ((void)(x))
@@ -247,12 +248,7 @@ typedef struct weft__comm {
 
 struct weft_comm { weft__comm_t c; };
 
-/**
- * The communicator behind a public handle: WEFT_ERR_NOT_INITIALIZED, or
- * WEFT_ERR_INVALID_COMM for NULL, destroyed, made-up or earlier-init handles.
- * Any thread; not concurrently with weft_comm_destroy of the same handle.
- */
-weft_status_t weft__comm_get(weft_comm_t comm, weft__comm_t **out);
+/* weft__comm_get: the communicator behind a public handle (below, after weft__is_init). */
 /** Free the halo plans still alive (lib/halo.c). weft_finalize, engine stopped. */
 void weft__halo_fini(void);
 
@@ -354,19 +350,19 @@ struct weft__op {
     weft_status_t status;    /* written before done = 1 (release) */
     int detached;            /* no request handle: freed by the engine */
     /* completion callback (weft_request_on_complete, lib/request.c): fn and
-     * arg written under the request lock before cb_state becomes CB_SET */
-    _Atomic uint32_t cb_state;
+     * arg written under the request lock before OP_CB is set in `done` */
     weft_request_callback_t cb_fn;
     void *cb_arg;
 };
 
 /**
- * Engine side, as the op finishes (progress lock held, status stored): closes
- * the op to callback registration. True when a callback was registered: the
- * op must then be published by weft__op_complete_callback once the progress
- * lock is released, so that the user's callback never runs under it.
+ * Engine side, as the op finishes (progress lock held): store the status and
+ * publish the op, as weft__op_complete, unless a completion callback is
+ * registered: then return true and leave it unpublished, to be published by
+ * weft__op_complete_callback once the progress lock is released, so that the
+ * user's callback never runs under it.
  */
-bool weft__op_close_callback(weft__op_t *op);
+bool weft__op_finish(weft__op_t *op, weft_status_t status);
 /** Publish op (as weft__op_complete) and run its callback. Progress lock not held. */
 void weft__op_complete_callback(weft__op_t *op);
 
@@ -678,5 +674,21 @@ weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int li
         (st) = (expr);                                                         \
         if (WEFT__UNLIKELY((st) < 0)) goto label;                              \
     } while (0)
+
+/** The communicators' handle table (lib/comm.c). */
+extern weft__htab_t weft__comms;
+/**
+ * The communicator behind a public handle: WEFT_ERR_NOT_INITIALIZED, or
+ * WEFT_ERR_INVALID_COMM for NULL, destroyed, made-up or earlier-init handles.
+ * Any thread; not concurrently with weft_comm_destroy of the same handle.
+ */
+static inline weft_status_t weft__comm_get(weft_comm_t comm, weft__comm_t **out)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    weft__comm_t *c = weft__htab_get(&weft__comms, (uint64_t)(uintptr_t)comm);
+    if (c == NULL) return WEFT_ERR_INVALID_COMM;
+    *out = c;
+    return WEFT_SUCCESS;
+}
 
 #endif /* WEFT_INTERNAL_H */
