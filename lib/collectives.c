@@ -96,10 +96,11 @@ weft_status_t weft__coll_agree(weft__comm_t *c, weft_status_t st, const weft__co
     return st;
 }
 
-/* Caller thread: select, agree (weft__coll_agree), build and issue a collective op. */
-static weft_status_t issue_coll(weft__comm_t *c, const weft__coll_args_t *args, const void *sendbuf,
+/* Caller thread: select, agree (weft__coll_agree) and build a collective op
+ * (*out), ready for weft__issue. */
+static weft_status_t build_coll(weft__comm_t *c, const weft__coll_args_t *args, const void *sendbuf,
                                 void *recvbuf, size_t count, size_t bytes, weft_datatype_t dtype,
-                                weft_op_t rop, int root, weft_request_t *req)
+                                weft_op_t rop, int root, weft__op_t **out)
 {
     const weft_coll_t coll = args->coll;
     weft_algo_t algo = weft__select(c, coll, bytes, dtype);
@@ -139,24 +140,25 @@ static weft_status_t issue_coll(weft__comm_t *c, const weft__coll_args_t *args, 
             }
         }
     }
+    *out = op;
+    return WEFT_SUCCESS;
+}
+
+/* Caller thread: build_coll, then issue. */
+static weft_status_t issue_coll(weft__comm_t *c, const weft__coll_args_t *args, const void *sendbuf,
+                                void *recvbuf, size_t count, size_t bytes, weft_datatype_t dtype,
+                                weft_op_t rop, int root, weft_request_t *req)
+{
+    weft__op_t *op = NULL;
+    WEFT__CHECK(build_coll(c, args, sendbuf, recvbuf, count, bytes, dtype, rop, root, &op));
     return weft__issue(op, req);
 }
 
 weft_status_t weft__allgather_internal(weft__comm_t *c, const void *mine, void *all, size_t bytes)
 {
-    const weft_coll_t coll = WEFT_COLL_ALLGATHER;
-    const weft__algo_impl_t *impl = weft__algo_impl(coll, weft__select(c, coll, bytes, WEFT_UINT8));
-    if (impl == NULL) impl = weft__algo_impl(coll, WEFT_ALGO_RING); /* a forced mpi, say */
-    weft__op_t *op;
-    WEFT__CHECK(weft__op_new(c, (weft__opkind_t)coll, &op));
-    op->impl = impl;
-    op->algo = impl->id;
-    op->sendbuf = mine;
-    op->recvbuf = all;
-    op->count = bytes;
-    op->bytes = bytes;
-    op->dtype = WEFT_UINT8;
-    op->rop = WEFT_SUM;
+    const weft__coll_args_t args = {WEFT_COLL_ALLGATHER, (long long)bytes, WEFT_UINT8, -1, -1};
+    weft__op_t *op = NULL;
+    WEFT__CHECK(build_coll(c, &args, mine, all, bytes, bytes, WEFT_UINT8, WEFT_SUM, -1, &op));
     op->unbound = 1;
     return weft__issue(op, NULL);
 }

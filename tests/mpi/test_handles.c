@@ -12,6 +12,17 @@
 #include "weft_halo.h"
 #include "weft_stream.h"
 
+static weft_status_t make_plan(mt_ctx_t *t, weft_comm_t comm, weft_halo_plan_t *plan)
+{
+    weft_halo_params_t hp = WEFT_HALO_PARAMS_INITIALIZER;
+    hp.ndims = 1;
+    hp.grid[0] = t->size;
+    hp.local[0] = 4;
+    hp.width_lo[0] = hp.width_hi[0] = 1;
+    hp.dtype = WEFT_FLOAT32;
+    return weft_halo_plan_create(comm, &hp, plan);
+}
+
 /* Every entry point that takes a communicator, with otherwise valid
  * arguments; each must return `want`. */
 static void comm_calls(mt_ctx_t *t, weft_comm_t bad, weft_status_t want, const char *kind)
@@ -26,12 +37,6 @@ static void comm_calls(mt_ctx_t *t, weft_comm_t bad, weft_status_t want, const c
     weft_request_t r = (weft_request_t)42;
     weft_comm_t nc = (weft_comm_t)(uintptr_t)7;
     weft_halo_plan_t plan = NULL;
-    weft_halo_params_t hp = WEFT_HALO_PARAMS_INITIALIZER;
-    hp.ndims = 1;
-    hp.grid[0] = t->size;
-    hp.local[0] = 4;
-    hp.width_lo[0] = hp.width_hi[0] = 1;
-    hp.dtype = WEFT_FLOAT32;
 #define CALL(expr)                                                                 \
     do {                                                                           \
         snprintf(what, sizeof what, "%s on a %s communicator", #expr, kind);       \
@@ -69,7 +74,7 @@ static void comm_calls(mt_ctx_t *t, weft_comm_t bad, weft_status_t want, const c
     CALL(weft_irecv(out, 1, WEFT_FLOAT32, 0, 1, bad, &r));
     CALL(weft_sendrecv(buf, 1, 0, 1, out, 1, 0, 1, WEFT_FLOAT32, bad));
     CALL(weft_comm_split(bad, 0, 0, NULL, &nc));
-    CALL(weft_halo_plan_create(bad, &hp, &plan));
+    CALL(make_plan(t, bad, &plan));
     CALL(weft_comm_destroy(bad));
 #undef CALL
     /* Nonblocking calls that fail leave WEFT_REQUEST_NULL in *req (so a
@@ -159,16 +164,6 @@ static void plan_calls(mt_ctx_t *t, weft_halo_plan_t bad, const char *kind)
 #undef CALL
 }
 
-static weft_status_t make_plan(mt_ctx_t *t, weft_comm_t comm, weft_halo_plan_t *plan)
-{
-    weft_halo_params_t hp = WEFT_HALO_PARAMS_INITIALIZER;
-    hp.ndims = 1;
-    hp.grid[0] = t->size;
-    hp.local[0] = 4;
-    hp.width_lo[0] = hp.width_hi[0] = 1;
-    hp.dtype = WEFT_FLOAT32;
-    return weft_halo_plan_create(comm, &hp, plan);
-}
 
 static void test_plans(mt_ctx_t *t)
 {
