@@ -35,18 +35,21 @@ typedef struct {
     int rank, size;
 } cli_world_t;
 
-/* Subcommands: return the exit status (0, 1 run-time failure, 2 usage). */
+/* Subcommands: return the exit status (0, 1 run-time failure, 2 usage).
+ * Thread: the main thread, between weft_init and weft_finalize (summary:
+ * without Weft); collective over MPI_COMM_WORLD except summary. */
 int cli_train(const cli_args_t *a, const cli_world_t *w);
 int cli_eval(const cli_args_t *a, const cli_world_t *w);
 int cli_bench(const cli_args_t *a, const cli_world_t *w);
 int cli_summary(const cli_args_t *a);
 
-/* A run-time failure on this rank: message "loom: [rank R: ]what: error",
+/* Thread: the main thread.  A run-time failure on this rank: message "loom: [rank R: ]what: error",
  * then, with more than one rank, MPI_Abort (others may wait in a collective).
  * Returns 1. */
 int cli_fail(const cli_world_t *w, const char *what);
 /* Thread count default: the node's cores shared by its ranks (at least 1, at
- * most 8), when --threads is not given. */
+ * most 8), when --threads is not given.  Collective over MPI_COMM_WORLD
+ * (MPI_Comm_split_type) when MPI is initialised.  Thread: the main thread. */
 int cli_threads(const cli_args_t *a);
 
 #endif

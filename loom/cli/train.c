@@ -721,6 +721,8 @@ static int train_loop(run_t *r)
             fflush(stdout);
         }
     }
+    if (pos.epoch >= a->epochs && (st = r->t.evaluate(r, test)) < 0) /* resumed after the last step */
+        return fail(r, "evaluation");
     if (r->ck && loom_ckpt_wait(r->ck) < 0)
         return fail(r, "checkpoint");
     if (rank == 0 && a->profile)

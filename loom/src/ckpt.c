@@ -280,14 +280,18 @@ static void step_dir(char *out, size_t n, const char *dir, long step)
 }
 
 /* Removes this rank's share of the checkpoints of dir older than the keep
- * newest (rank 0 removes the MANIFEST first: the checkpoint is incomplete
- * from then on), then the directory if it is empty. */
-static void prune(const loom_ckpt_t *ck, const char *dir)
+ * newest up to step `now` (rank 0 removes the MANIFEST first: the checkpoint
+ * is incomplete from then on), then the directory if it is empty.  Steps
+ * after `now` (left by a run that was resumed from an earlier checkpoint)
+ * are not counted; this run overwrites them when it gets there. */
+static void prune(const loom_ckpt_t *ck, const char *dir, long now)
 {
     long steps[MAX_CANDIDATES];
-    int n = list_steps(dir, steps, MAX_CANDIDATES);
+    int n = list_steps(dir, steps, MAX_CANDIDATES), kept = 0;
     char sd[PATH_BYTES], path[PATH_BYTES + 32];
-    for (int i = ck->d.keep; i < n; i++) {
+    for (int i = 0; i < n; i++) {
+        if (steps[i] > now || kept++ < ck->d.keep)
+            continue;
         step_dir(sd, sizeof sd, dir, steps[i]);
         if (ck->d.rank == 0) {
             snprintf(path, sizeof path, "%s/" MANIFEST, sd);
@@ -311,7 +315,7 @@ static int write_level(loom_ckpt_t *ck, const char *dir, long step, const char *
     if (st == LOOM_OK && manifest)
         st = write_atomic(sd, MANIFEST, manifest, strlen(manifest));
     if (st == LOOM_OK)
-        prune(ck, dir);
+        prune(ck, dir, step);
     return st;
 }
 
@@ -549,13 +553,9 @@ int loom_ckpt_save(loom_ckpt_t *ck, loom_model_t *m, loom_optim_t *o, const loom
     uint64_t mine[6] = {pos->rng.s[0], pos->rng.s[1], (uint64_t)pos->epoch, (uint64_t)pos->batch,
                         ok ? (uint64_t)bytes : 0, (uint64_t)ok};
     uint64_t *rec = ck->d.rank == 0 ? malloc(sizeof mine * (size_t)ck->d.size) : NULL;
-    if (ck->d.rank == 0 && !rec) {
-        /* still take part in the gather: rank 0 needs the buffer, so fail everyone
-         * through the allreduce below instead */
-        ok = 0;
-    }
-    uint64_t dummy[6];
-    int ws = weft_gather(mine, rec ? (void *)rec : (void *)dummy, 6, WEFT_UINT64, 0, ck->d.comm);
+    if (ck->d.rank == 0 && !rec) /* this rank alone: the caller stops the job */
+        return loom_error(LOOM_ERR_NOMEM, "checkpoint: out of memory for %d positions", ck->d.size);
+    int ws = weft_gather(mine, rec, 6, WEFT_UINT64, 0, ck->d.comm);
     int all = ok && ws == WEFT_SUCCESS, every = 0;
     if (ck->d.rank == 0 && rec)
         for (int r = 0; r < ck->d.size; r++)
