@@ -669,7 +669,7 @@ static int train_loop(run_t *r)
             images += (long)r->batch * r->D;
             step++;
             steps_run++;
-            if ((bi + 1 - first) % a->interval == 0 || bi + 1 == nb) {
+            if ((bi + 1) % a->interval == 0 || bi + 1 == nb) {
                 if ((st = sum_world(r, iv, STATS)) < 0)
                     return fail(r, "statistics");
                 if (rank == 0)
