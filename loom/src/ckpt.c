@@ -299,6 +299,13 @@ static void prune(const loom_ckpt_t *ck, const char *dir, long now)
         }
         snprintf(path, sizeof path, "%s/rank-%05d.bin", sd, ck->d.rank);
         unlink(path);
+        /* and what a write interrupted by a crash left behind */
+        snprintf(path, sizeof path, "%s/.rank-%05d.bin.tmp", sd, ck->d.rank);
+        unlink(path);
+        if (ck->d.rank == 0) {
+            snprintf(path, sizeof path, "%s/." MANIFEST ".tmp", sd);
+            unlink(path);
+        }
         rmdir(sd); /* fails while other ranks' files remain: the last one removes it */
     }
 }
