@@ -11,7 +11,7 @@
 # Then: the level-2 copy (--ckpt-flush-dir) resumes alike; the blocking
 # writer (--ckpt-sync) too; a corrupt, truncated or partial newest
 # checkpoint is skipped with a message (the older one is used, same final
-# bits); nothing complete left: exit 1; another model, configuration or
+# bits); the newest --ckpt-keep are kept; nothing complete left: exit 1; another model, configuration or
 # layout: refused with exit 2 and a message naming what differs.
 set -u
 MPIEXEC=$1
@@ -92,6 +92,12 @@ if [ $rc -eq 1 ] && grep -q 'no complete checkpoint' "$d/o"; then ok; else bad "
 "$LOOM" train $R --batch 8 --resume "$d/none" >"$d/o" 2>&1
 rc=$?
 if [ $rc -eq 1 ] && grep -q 'no complete checkpoint' "$d/o"; then ok; else bad "missing dir: rc $rc"; fi
+
+# the newest --ckpt-keep are kept: resumed at 12, saved at 16, step 4 pruned
+mk
+"$LOOM" train $R --batch 8 --ckpt-dir "$d/ck" --ckpt-every 4 --ckpt-keep 3 --ckpt-sync --resume "$d/ck" >"$d/o" 2>&1 || bad "keep: $(tail -3 "$d/o")"
+kept=$(cd "$d/ck" && echo step-*)
+if [ "$kept" = "step-0000000008 step-0000000012 step-0000000016" ]; then ok; else bad "--ckpt-keep 3 left: $kept"; fi
 
 # another model, configuration or layout: refused, exit 2, named
 mk
