@@ -182,7 +182,7 @@ static int calibrate(loom_model_t *m, int batch, int steps, uint64_t seed, weft_
     sc->bwd = malloc(sizeof(double) * (size_t)(nops > 0 ? nops : 1));
     sc->ready = malloc(sizeof(size_t) * (size_t)(nops > 0 ? nops : 1));
     if (!s.t || !s.ready || !samp || !sched || !sc->bwd || !sc->ready) {
-        st = loom_error(LOOM_ERR_NOMEM, "dp-step: out of memory for the calibration");
+        st = loom_error(LOOM_ERR_NOMEM, "out of memory for the calibration");
         goto out;
     }
     loom_rng_t g;
@@ -204,7 +204,7 @@ static int calibrate(loom_model_t *m, int batch, int steps, uint64_t seed, weft_
         double tb = loom_now();
         LOOM_CHECK_GOTO(loom_model_backward(m, batch), st, unhook);
         if (s.n != nops) {
-            st = loom_error(LOOM_ERR_INTERNAL, "dp-step: the backward hook ran %d times for %d layers",
+            st = loom_error(LOOM_ERR_INTERNAL, "the backward hook ran %d times for %d layers",
                             s.n, nops);
             goto unhook;
         }
@@ -218,7 +218,7 @@ static int calibrate(loom_model_t *m, int batch, int steps, uint64_t seed, weft_
         sched[j] = median(samp + (size_t)j * steps, steps);
     int ws = weft_allreduce(WEFT_IN_PLACE, sched, (size_t)nops + 1, WEFT_FLOAT64, WEFT_MAX, comm);
     if (ws != WEFT_SUCCESS) {
-        st = loom_weft_error(ws, "dp-step: weft_allreduce (maximum) of the layer times");
+        st = loom_weft_error(ws, "weft_allreduce (maximum) of the layer times");
         goto unhook;
     }
     sc->fwd = sched[0];
@@ -280,7 +280,7 @@ static int run_step(ctx_t *c, int kind, double S, double *secs, double *wait, in
         (st = loom_dp_set_mode(c->dp, kind == K_OVERLAP ? LOOM_DP_OVERLAP : LOOM_DP_BLOCKING)) < 0)
         return st;
     if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS)
-        return loom_error(LOOM_ERR_INTERNAL, "dp-step: MPI_Barrier before a %s step failed",
+        return loom_error(LOOM_ERR_INTERNAL, "MPI_Barrier before a %s step failed",
                           kind_name[kind]);
     int dp = kind != K_COMPUTE;
     double inv = kind == K_PURE ? 0.0 : 1.0 / S;
@@ -378,13 +378,13 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     /* the sleep's cost on every rank at once, after a barrier (nobody computes) */
     double cost[2];
     if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) {
-        st = loom_error(LOOM_ERR_INTERNAL, "dp-step: MPI_Barrier failed");
+        st = loom_error(LOOM_ERR_INTERNAL, "MPI_Barrier failed");
         goto fail;
     }
     sleep_cost(&cost[0], &cost[1]);
     ws = weft_allreduce(WEFT_IN_PLACE, cost, 2, WEFT_FLOAT64, WEFT_MAX, comm);
     if (ws != WEFT_SUCCESS) {
-        st = loom_weft_error(ws, "dp-step: weft_allreduce (maximum) of the sleep cost");
+        st = loom_weft_error(ws, "weft_allreduce (maximum) of the sleep cost");
         goto fail;
     }
     if (rank == 0) {
@@ -417,7 +417,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     size_t per = (size_t)a->steps, nt = (size_t)a->ns * (K_COUNT + 3) * per;
     times = calloc(nt, sizeof *times);
     if (!times) {
-        st = loom_error(LOOM_ERR_NOMEM, "dp-step: out of memory for %zu step times", nt);
+        st = loom_error(LOOM_ERR_NOMEM, "out of memory for %zu step times", nt);
         goto fail;
     }
     ctx_t c = {.m = m, .dp = dp, .sc = &sc};
@@ -447,7 +447,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     }
     ws = weft_allreduce(WEFT_IN_PLACE, times, nt, WEFT_FLOAT64, WEFT_MAX, comm);
     if (ws != WEFT_SUCCESS) {
-        st = loom_weft_error(ws, "dp-step: weft_allreduce (maximum) of the step times");
+        st = loom_weft_error(ws, "weft_allreduce (maximum) of the step times");
         goto fail;
     }
     if (rank != 0) {
@@ -457,7 +457,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     /* pure communication: all rounds of all S together */
     double *pure = malloc(sizeof(double) * per * (size_t)a->ns);
     if (!pure) {
-        st = loom_error(LOOM_ERR_NOMEM, "dp-step: out of memory");
+        st = loom_error(LOOM_ERR_NOMEM, "out of memory");
         goto fail;
     }
     for (int s = 0; s < a->ns; s++)
@@ -519,7 +519,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
                     w->bwait * 1e3, w->owait * 1e3, w->early, a->steps, a->warmup);
         }
         if (fflush(csv) != 0 || ferror(csv)) {
-            st = loom_error(LOOM_ERR_IO, "dp-step: writing %s failed", a->csv);
+            st = loom_error(LOOM_ERR_IO, "writing %s failed", a->csv);
             goto fail;
         }
     }
