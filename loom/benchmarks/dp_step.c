@@ -388,7 +388,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
         goto fail;
     }
     if (rank == 0) {
-        printf("# loom dp-step: device-style compute: the host thread sleeps for the CPU-measured "
+        printf("# loom_dp_step: device-style compute: the host thread sleeps for the CPU-measured "
                "layer times divided by S; CPU-busy figures are in `loom train` / parallel.sh\n");
         printf("# model %s, input %dx%dx%d, batch %d per rank, %zu parameters = %zu bytes of "
                "gradients; data parallel over ranks: %d (WEFT_AVG)%s\n",
