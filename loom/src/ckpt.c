@@ -316,6 +316,8 @@ static int write_level(loom_ckpt_t *ck, const char *dir, long step, const char *
     char sd[PATH_BYTES], name[32];
     step_dir(sd, sizeof sd, dir, step);
     int st = mkdir_p(sd);
+    if (st == LOOM_OK) /* the new step directory's entry, durable too */
+        st = fsync_dir(dir);
     snprintf(name, sizeof name, "rank-%05d.bin", ck->d.rank);
     if (st == LOOM_OK)
         st = write_atomic(sd, name, ck->snap, ck->snap_bytes);
