@@ -510,6 +510,24 @@ int bench_apply_algo_to(const bench_ctx_t *b, const bench_opts_t *o, weft_comm_t
     return 0;
 }
 
+/* The collective a WEFT_<COLL>_ALGO variable forces; 0, or -1 if none. */
+static int bench_coll_of_env(const char *var, weft_coll_t *coll)
+{
+    static const struct { const char *var; weft_coll_t coll; } map[] = {
+        {"WEFT_ALLREDUCE_ALGO", WEFT_COLL_ALLREDUCE}, {"WEFT_REDUCE_SCATTER_ALGO", WEFT_COLL_REDUCE_SCATTER},
+        {"WEFT_ALLGATHER_ALGO", WEFT_COLL_ALLGATHER}, {"WEFT_BCAST_ALGO", WEFT_COLL_BCAST},
+        {"WEFT_REDUCE_ALGO", WEFT_COLL_REDUCE},       {"WEFT_ALLTOALL_ALGO", WEFT_COLL_ALLTOALL},
+        {"WEFT_GATHER_ALGO", WEFT_COLL_GATHER},       {"WEFT_SCATTER_ALGO", WEFT_COLL_SCATTER},
+        {"WEFT_BARRIER_ALGO", WEFT_COLL_BARRIER},
+    };
+    for (size_t i = 0; var && i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(var, map[i].var) == 0) {
+            *coll = map[i].coll;
+            return 0;
+        }
+    return -1;
+}
+
 void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char *title,
                         const char *env_algo_var)
 {
@@ -526,6 +544,24 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
         printf("# Algorithm: forced by the environment, %s=%s\n", env_algo_var, env_algo);
     else
         printf("# Algorithm: auto (Weft's selection)\n");
+    /* A forced algorithm that cannot serve these calls (NCCL on host
+     * buffers) runs another one: say which, as weft_query_algo does. */
+    weft_algo_t forced = o->algo_given ? o->algo : WEFT_ALGO_AUTO;
+    if (!o->algo_given && env_algo && *env_algo && weft_algo_from_name(env_algo, &forced) != WEFT_SUCCESS)
+        forced = WEFT_ALGO_AUTO;
+    weft_coll_t coll = WEFT_COLL_ALLREDUCE;
+    if (forced != WEFT_ALGO_AUTO && !b->own_comms && bench_coll_of_env(env_algo_var, &coll) == 0) {
+        size_t esz = weft_datatype_size(o->dtype) ? weft_datatype_size(o->dtype) : 1;
+        weft_algo_t lo = WEFT_ALGO_AUTO, hi = WEFT_ALGO_AUTO;
+        if (weft_query_algo(b->comm, coll, o->min_bytes / esz, o->dtype, &lo) == WEFT_SUCCESS &&
+            weft_query_algo(b->comm, coll, o->max_bytes / esz, o->dtype, &hi) == WEFT_SUCCESS &&
+            (lo != forced || hi != forced))
+            printf("# Algorithm: %s cannot serve these buffers: Weft runs %s at %zu B, %s at %zu B "
+                   "(weft_query_algo; rows that name an algorithm say what ran)\n",
+                   weft_algo_name(forced) ? weft_algo_name(forced) : "?",
+                   weft_algo_name(lo) ? weft_algo_name(lo) : "?", o->min_bytes,
+                   weft_algo_name(hi) ? weft_algo_name(hi) : "?", o->max_bytes);
+    }
     /* The transport the benchmark's communicator runs over, and what chose it. */
     const char *tp = getenv("WEFT_TRANSPORT");
     if (b->own_comms) {

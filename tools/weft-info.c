@@ -177,6 +177,7 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
     printf("# source: env = WEFT_<COLL>_ALGO, rule = WEFT_TUNING_FILE, model = cost model\n");
     printf("# %-15s %12s  %-19s %-6s %-19s %12s\n", "coll", "size_bytes", "algorithm", "source",
            "model_choice", "model_us");
+    int fallback = 0;
     for (int ci = 0; ci < WEFT_COLL_COUNT; ci++) {
         if (only_coll >= 0 && ci != only_coll) continue;
         weft_coll_t coll = (weft_coll_t)ci;
@@ -190,13 +191,24 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
             double mc = 0;
             weft_algo_t model = weft__select_model(coll, p, s, dt, cost, &mc);
             weft_algo_t sel = weft__select(&c, coll, s, dt);
-            const char *an = weft_algo_name(sel), *mn = weft_algo_name(model);
+            /* What runs on host buffers (a forced NCCL cannot serve them):
+             * the same answer weft_query_algo gives. */
+            weft_algo_t runs = weft__stream_query_algo(&c, coll, s, dt, sel);
+            const char *src = source_of(coll, p, s, dt, sel, model);
+            if (runs != sel) {
+                src = "env*";
+                fallback = 1;
+            }
+            const char *an = weft_algo_name(runs), *mn = weft_algo_name(model);
             printf("  %-15s %12zu  %-19s %-6s %-19s %12.3f\n", weft__coll_name(coll), s,
-                   an ? an : "none", source_of(coll, p, s, dt, sel, model), mn ? mn : "none",
-                   isfinite(mc) ? 1e6 * mc : -1.0);
+                   an ? an : "none", src, mn ? mn : "none", isfinite(mc) ? 1e6 * mc : -1.0);
             if (s >= last || s > SIZE_MAX / 2) break;
         }
     }
+    if (fallback)
+        printf("# env* = forced by WEFT_<COLL>_ALGO to an algorithm that cannot serve host buffers\n"
+               "#        (nccl: device buffers on a CUDA-stream communicator only); the row shows\n"
+               "#        the algorithm that runs instead\n");
     return 0;
 }
 
