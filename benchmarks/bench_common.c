@@ -343,6 +343,7 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
 int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec, bench_opts_t *o)
 {
     memset(o, 0, sizeof *o);
+    b->prog = spec->prog;
     o->min_bytes = spec->min_bytes ? spec->min_bytes : BENCH_DEFAULT_MIN;
     o->max_bytes = spec->max_bytes ? spec->max_bytes : BENCH_DEFAULT_MAX;
     o->iters = 0;
@@ -896,6 +897,41 @@ int bench_run_interleaved(bench_ctx_t *b, const bench_timing_t *tm, const bench_
 }
 
 /* ---- CSV ------------------------------------------------------------------------------ */
+/* The machine in one line: host name, CPU model, CPUs online. */
+static void machine_line(char *out, size_t cap)
+{
+    char host[256] = "unknown host", model[256] = "unknown CPU";
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown host");
+    host[sizeof host - 1] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10) != 0) continue;
+            const char *colon = strchr(line, ':');
+            if (colon == NULL) continue;
+            colon++;
+            while (*colon == ' ' || *colon == '\t') colon++;
+            snprintf(model, sizeof model, "%s", colon);
+            model[strcspn(model, "\n")] = '\0';
+            break;
+        }
+        fclose(f);
+    }
+    snprintf(out, cap, "%s, %s, %ld CPUs", host, model, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static int write_csv_meta(const bench_ctx_t *b, FILE *f)
+{
+    char machine[600], date[64] = "unknown";
+    machine_line(machine, sizeof machine);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    return fprintf(f, "# program: %s\n# weft: %s\n# ranks: %d\n# machine: %s\n# date: %s\n",
+                   b->prog ? b->prog : "?", weft_version_string(), b->size, machine, date);
+}
+
 int bench_csv_open(const bench_ctx_t *b, bench_csv_t *csv, const char *path, const char *header)
 {
     csv->f = NULL;
@@ -905,7 +941,7 @@ int bench_csv_open(const bench_ctx_t *b, bench_csv_t *csv, const char *path, con
         if (!csv->f) {
             fprintf(stderr, "error: cannot open CSV file '%s': %s\n", path, strerror(errno));
             ok = 0;
-        } else if (fprintf(csv->f, "%s\n", header) < 0) {
+        } else if (write_csv_meta(b, csv->f) < 0 || fprintf(csv->f, "%s\n", header) < 0) {
             fprintf(stderr, "error: cannot write CSV file '%s': %s\n", path, strerror(errno));
             fclose(csv->f);
             csv->f = NULL;

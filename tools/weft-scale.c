@@ -174,6 +174,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "weft-scale: cannot write %s: %s\n", csv, strerror(errno));
             return 1;
         }
+        /* '#' lines: what the figures are (weft-plot's titles). */
+        fprintf(f, "# program: weft-scale\n# collective: %s\n# model: %s", weft__coll_name(coll), net);
+        if (strstr(net, "alpha") == NULL) /* the numbers, unless the name gives them */
+            fprintf(f, ": alpha %.3g s, beta %.3g s/B, gamma %.3g s/B", cost.alpha, cost.beta,
+                    cost.gamma);
+        fprintf(f, "\n");
         fprintf(f, "p,size_bytes,algorithm,cost_us,chosen\n");
     }
     printf("# weft-scale: %s; alpha %.3g s, beta %.3g s/B, gamma %.3g s/B; %s, float32 sum\n", net,
