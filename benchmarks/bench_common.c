@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -340,6 +341,32 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
     }
 }
 
+/* The lines of a usage text that describe --name: the line that starts
+ * with "--name" (after spaces) and the more indented lines that follow it. */
+static void usage_entry(const char *usage, const char *name, char *out, size_t cap)
+{
+    out[0] = '\0';
+    size_t nlen = strlen(name), used = 0;
+    int in = 0;
+    for (const char *line = usage; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        size_t ind = strspn(line, " ");
+        int starts = ind < len && line[ind] == '-';
+        if (starts) in = strncmp(line + ind, "--", 2) == 0 && strncmp(line + ind + 2, name, nlen) == 0 &&
+                         !(isalnum((unsigned char)line[ind + 2 + nlen]) || line[ind + 2 + nlen] == '-');
+        if (in && (starts || ind > 2) && used + len + 2 < cap) {
+            memcpy(out + used, line, len);
+            used += len;
+            out[used++] = '\n';
+            out[used] = '\0';
+        }
+        if (!end) break;
+        line = end + 1;
+    }
+    if (used > 0) out[used - 1] = '\0'; /* no trailing newline */
+}
+
 int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec, bench_opts_t *o)
 {
     memset(o, 0, sizeof *o);
@@ -451,7 +478,11 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
             if (lo->has_arg == no_argument) break; /* a flag: taken by the probe */
             int r = spec->extra(spec->extra_ud, lo->name, optarg);
             if (r != BENCH_OPT_OK) {
-                rc = usage_error(b, spec, "bad value '%s' for --%s", optarg, lo->name);
+                /* The option's own lines of the usage text say what is valid. */
+                char hint[512];
+                usage_entry(spec->extra_usage, lo->name, hint, sizeof hint);
+                rc = usage_error(b, spec, "bad value '%s' for --%s%s%s", optarg, lo->name,
+                                 hint[0] ? ", which takes:\n" : "", hint);
                 goto out;
             }
             break;
