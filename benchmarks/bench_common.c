@@ -533,10 +533,23 @@ int bench_apply_algo_to(const bench_ctx_t *b, const bench_opts_t *o, weft_comm_t
     if (!o->algo_given) return 0;
     weft_status_t st = weft_comm_set_algo(comm, coll, o->algo);
     if (st != WEFT_SUCCESS) {
-        if (b->rank == 0)
-            fprintf(stderr, "error: -a %s: Weft refuses it for this collective: %s (%s)\n",
-                    weft_algo_name(o->algo) ? weft_algo_name(o->algo) : "?", weft_status_name(st),
-                    weft_strerror(st));
+        /* The ones it takes, asked of the communicator itself (then back to auto). */
+        char names[512] = "auto";
+        for (int k = WEFT_ALGO_AUTO + 1; k < WEFT_ALGO_COUNT; k++) {
+            const char *n = weft_algo_name((weft_algo_t)k);
+            if (n == NULL || weft_comm_set_algo(comm, coll, (weft_algo_t)k) != WEFT_SUCCESS) continue;
+            strncat(names, ", ", sizeof names - strlen(names) - 1);
+            strncat(names, n, sizeof names - strlen(names) - 1);
+        }
+        weft_status_t st2 = weft_comm_set_algo(comm, coll, WEFT_ALGO_AUTO);
+        if (b->rank == 0) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "-a %s: Weft refuses it for this collective (%s); valid: %s",
+                     weft_algo_name(o->algo) ? weft_algo_name(o->algo) : "?", weft_status_name(st),
+                     names);
+            weft_cli_usage_error(b->prog ? b->prog : "benchmark", "%s", msg);
+        }
+        if (st2 != WEFT_SUCCESS) bench_error(b, "weft_comm_set_algo(auto): %s", weft_status_name(st2));
         return BENCH_PARSE_USAGE;
     }
     return 0;
