@@ -590,7 +590,9 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
     else
         printf("# Algorithm: auto (Weft's selection)\n");
     /* A forced algorithm that cannot serve these calls (NCCL on host
-     * buffers) runs another one: say which, as weft_query_algo does. */
+     * buffers) runs another one: say which, as weft_query_algo answers for
+     * host buffers on b->comm (a program timing device buffers on a comm of
+     * its own says what ran in its rows). */
     weft_algo_t forced = o->algo_given ? o->algo : WEFT_ALGO_AUTO;
     if (!o->algo_given && env_algo && *env_algo && weft_algo_from_name(env_algo, &forced) != WEFT_SUCCESS)
         forced = WEFT_ALGO_AUTO;
@@ -601,8 +603,8 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
         if (weft_query_algo(b->comm, coll, o->min_bytes / esz, o->dtype, &lo) == WEFT_SUCCESS &&
             weft_query_algo(b->comm, coll, o->max_bytes / esz, o->dtype, &hi) == WEFT_SUCCESS &&
             (lo != forced || hi != forced))
-            printf("# Algorithm: %s cannot serve these buffers: Weft runs %s at %zu B, %s at %zu B "
-                   "(weft_query_algo; rows that name an algorithm say what ran)\n",
+            printf("# Algorithm: %s cannot serve host buffers: on them Weft runs %s at %zu B, %s at "
+                   "%zu B (weft_query_algo; rows that name an algorithm say what ran)\n",
                    weft_algo_name(forced) ? weft_algo_name(forced) : "?",
                    weft_algo_name(lo) ? weft_algo_name(lo) : "?", o->min_bytes,
                    weft_algo_name(hi) ? weft_algo_name(hi) : "?", o->max_bytes);

@@ -72,7 +72,7 @@ if grep -q "nccl   yes" "$tmp/backends"; then
     has "$tmp/out" "^  allreduce  *4  recursive_doubling  env\*" "weft-info marks the fallback"
     WEFT_ALLREDUCE_ALGO=nccl "$mpiexec" -n 2 "$bench" -m 4:1K -i 5 -x 1 -r 1 --quiet \
         > "$tmp/out" 2> "$tmp/err" || err "benchmark with nccl forced exits $?"
-    has "$tmp/out" "# Algorithm: nccl cannot serve these buffers: Weft runs" "benchmark header"
+    has "$tmp/out" "# Algorithm: nccl cannot serve host buffers: on them Weft runs" "benchmark header"
     hasnt "$tmp/out" "^[0-9].* nccl$" "benchmark rows name what ran"
 else
     rc=0
