@@ -267,7 +267,7 @@ static int usage_error(const bench_ctx_t *b, const bench_spec_t *spec, const cha
 static int usage_error(const bench_ctx_t *b, const bench_spec_t *spec, const char *fmt, ...)
 {
     if (b->rank == 0) {
-        char msg[512];
+        char msg[1536]; /* room for an option's usage lines (bad values quote them) */
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(msg, sizeof msg, fmt, ap);
@@ -479,7 +479,7 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
             int r = spec->extra(spec->extra_ud, lo->name, optarg);
             if (r != BENCH_OPT_OK) {
                 /* The option's own lines of the usage text say what is valid. */
-                char hint[512];
+                char hint[1024];
                 usage_entry(spec->extra_usage, lo->name, hint, sizeof hint);
                 rc = usage_error(b, spec, "bad value '%s' for --%s%s%s", optarg, lo->name,
                                  hint[0] ? ", which takes:\n" : "", hint);
