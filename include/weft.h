@@ -182,7 +182,53 @@ WEFT_EXPORT weft_status_t weft_finalize(void);
 WEFT_EXPORT int weft_initialized(void);
 
 /* ---- communicators ------------------------------------------------------- */
-/* Creation from an MPI_Comm: see weft_mpi.h. */
+/*
+ * A weft_comm_t is an opaque handle, not a pointer to memory: a destroyed
+ * communicator's handle, or one from before a weft_finalize, is recognised
+ * (WEFT_ERR_INVALID_COMM) by every function that takes one.
+ * Creation from an MPI_Comm: weft_comm_create in weft_mpi.h; without mpi.h:
+ * weft_comm_world, weft_comm_create_f, weft_comm_split below.
+ */
+/**
+ * Options of communicator creation, extensible: set `size` to
+ * sizeof(weft_comm_params_t) (WEFT_COMM_PARAMS_INITIALIZER does).
+ */
+typedef struct weft_comm_params {
+    size_t size;
+    /** WEFT_TRANSPORT_DEFAULT follows WEFT_TRANSPORT. Every rank must ask for
+     * the same transport (checked: WEFT_ERR_INVALID_ARG on every rank). */
+    weft_transport_t transport;
+} weft_comm_params_t;
+#define WEFT_COMM_PARAMS_INITIALIZER { sizeof(weft_comm_params_t), WEFT_TRANSPORT_DEFAULT }
+
+/**
+ * A communicator over every process of the job (MPI_COMM_WORLD under MPI),
+ * bound to `stream` (NULL: none); params NULL: defaults. Collective over every
+ * process. Thread: any, after weft_init.
+ */
+WEFT_EXPORT weft_status_t weft_comm_world(weft_stream_t stream, const weft_comm_params_t *params,
+                                          weft_comm_t *comm);
+/**
+ * A communicator from MPI's Fortran handle of a communicator (MPI_Comm_c2f;
+ * mpi4py's comm.py2f()), as weft_comm_create_ex: lets an embedder hand over an
+ * MPI communicator without including mpi.h. Collective over that communicator.
+ * Thread: any, after weft_init.
+ */
+WEFT_EXPORT weft_status_t weft_comm_create_f(int fortran_comm, weft_stream_t stream,
+                                             const weft_comm_params_t *params, weft_comm_t *comm);
+/** Color of a rank that joins no communicator in weft_comm_split. */
+#define WEFT_UNDEFINED (-1)
+/**
+ * Split comm as MPI_Comm_split does: the ranks that pass one color >= 0 form
+ * a new communicator, ordered by key (ties by rank in comm), over comm's
+ * transport, bound to `stream`. A rank passing WEFT_UNDEFINED joins none and
+ * gets *newcomm = NULL. Waits for the operations in flight on comm first.
+ * A color below -1 on any rank is refused on every rank
+ * (WEFT_ERR_INVALID_ARG). Collective over comm, ordered with its other
+ * collectives. Thread: any, not concurrently with other calls on comm.
+ */
+WEFT_EXPORT weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
+                                          weft_stream_t stream, weft_comm_t *newcomm);
 /**
  * Destroy a communicator: waits for the operations issued on it, then frees
  * it. Collective over the communicator. Thread: any, not concurrently with
@@ -215,6 +261,29 @@ WEFT_EXPORT weft_status_t weft_wait(weft_request_t *req);
 WEFT_EXPORT weft_status_t weft_test(weft_request_t *req, int *done);
 /** Wait for all; returns the first error met (all requests are released). */
 WEFT_EXPORT weft_status_t weft_waitall(size_t n, weft_request_t *reqs);
+
+/** A completion callback: arg as registered, status the operation's own. */
+typedef void (*weft_request_callback_t)(void *arg, weft_status_t status);
+/**
+ * Have fn(arg, status) called once when the operation of `req` completes, so
+ * that a framework's future or event is completed by Weft rather than by a
+ * thread blocked in weft_wait. fn runs exactly once: on the thread that
+ * completes the operation (the engine thread, or a thread driving progress
+ * inside weft_wait, weft_test or a blocking call), outside Weft's progress
+ * lock, after the output is in place and weft_test would report the request
+ * done; or at once on the calling thread if the operation has already
+ * completed. The request must still be released with weft_wait or weft_test
+ * (they return at once then; weft_wait may return before fn has run, fn runs
+ * anyway). fn must be short and must not block: it may call weft_test,
+ * weft_wait on its own request, and nonblocking Weft calls, never a blocking
+ * call or a wait on a request that has not completed.
+ * Errors: WEFT_ERR_INVALID_REQUEST (stale, null or released handle),
+ * WEFT_ERR_INVALID_ARG (fn NULL, or a callback already registered),
+ * WEFT_ERR_UNSUPPORTED (a request of a stream-bound communicator: order later
+ * work on the stream instead). Thread: any.
+ */
+WEFT_EXPORT weft_status_t weft_request_on_complete(weft_request_t req, weft_request_callback_t fn,
+                                                   void *arg);
 
 /* ---- allreduce -------------------------------------------------------------- */
 /**

@@ -22,18 +22,7 @@ extern "C" {
  */
 WEFT_EXPORT weft_status_t weft_comm_create(MPI_Comm mpi_comm, weft_stream_t stream,
                                            weft_comm_t *comm);
-/**
- * Options of weft_comm_create_ex, extensible: set `size` to
- * sizeof(weft_comm_params_t) (WEFT_COMM_PARAMS_INITIALIZER does).
- */
-typedef struct weft_comm_params {
-    size_t size;
-    /** WEFT_TRANSPORT_DEFAULT follows WEFT_TRANSPORT. Every rank must ask for
-     * the same transport (checked: WEFT_ERR_INVALID_ARG on every rank). */
-    weft_transport_t transport;
-} weft_comm_params_t;
-#define WEFT_COMM_PARAMS_INITIALIZER { sizeof(weft_comm_params_t), WEFT_TRANSPORT_DEFAULT }
-
+/* weft_comm_params_t and WEFT_COMM_PARAMS_INITIALIZER: see weft.h. */
 /**
  * weft_comm_create with options (params NULL: all defaults, as
  * weft_comm_create). WEFT_ERR_UNSUPPORTED, on every rank, when the asked-for

@@ -117,6 +117,21 @@ fail_free:
     return st;
 }
 
+weft_status_t weft_comm_world(weft_stream_t stream, const weft_comm_params_t *params,
+                              weft_comm_t *comm)
+{
+    return weft_comm_create_ex(MPI_COMM_WORLD, stream, params, comm);
+}
+
+weft_status_t weft_comm_create_f(int fortran_comm, weft_stream_t stream,
+                                 const weft_comm_params_t *params, weft_comm_t *comm)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    MPI_Comm mc = MPI_Comm_f2c((MPI_Fint)fortran_comm);
+    if (mc == MPI_COMM_NULL) return WEFT_ERR_INVALID_ARG;
+    return weft_comm_create_ex(mc, stream, params, comm);
+}
+
 static weft_status_t check_comm(weft_comm_t comm)
 {
     if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
@@ -134,19 +149,63 @@ static void comm_free(weft__comm_t *c)
     free(c);
 }
 
-weft_status_t weft_comm_destroy(weft_comm_t comm)
+/* Wait for c's operations in flight, helping progress. Caller thread. */
+static void drain(weft__comm_t *c)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
-    if (!live_remove(c)) return WEFT_ERR_INVALID_COMM;
     unsigned idle = 0;
     while (atomic_load_explicit(&c->inflight, memory_order_acquire) > 0) {
         int w = weft__engine_try_progress();
         if (w > 0) idle = 0;
         else weft__engine_backoff(idle++);
     }
+}
+
+weft_status_t weft_comm_destroy(weft_comm_t comm)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    if (!live_remove(c)) return WEFT_ERR_INVALID_COMM;
+    drain(c);
     comm_free(c);
     return WEFT_SUCCESS;
+}
+
+weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_stream_t stream,
+                              weft_comm_t *newcomm)
+{
+    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = weft__comm(comm);
+    /* Agreed before anything else: a rank that refused alone would leave the
+     * others in MPI_Comm_split. */
+    int bad = newcomm == NULL || color < WEFT_UNDEFINED, any_bad = 0;
+    /* The MPI calls below are collectives on c's MPI duplicate, which the
+     * engine also issues MPI collectives on (the mpi algorithm): with
+     * nothing of c in flight, every rank meets them in one order. */
+    drain(c);
+    weft_status_t st = WEFT_SUCCESS;
+    WEFT__MPI_CHECK_GOTO(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, c->mpi), st, out);
+    if (any_bad) {
+        if (bad) WEFT__ERROR("weft_comm_split: %s", newcomm == NULL ? "newcomm is NULL"
+                                                                     : "color below WEFT_UNDEFINED");
+        st = WEFT_ERR_INVALID_ARG;
+        goto out;
+    }
+    MPI_Comm sub = MPI_COMM_NULL;
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_split(c->mpi, color == WEFT_UNDEFINED ? MPI_UNDEFINED : color,
+                                        key, &sub), st, out);
+    if (sub == MPI_COMM_NULL) {
+        *newcomm = NULL;
+        goto out;
+    }
+    weft_comm_params_t params = WEFT_COMM_PARAMS_INITIALIZER;
+    params.transport = weft__transport_id(c->tp);
+    weft_comm_t made = NULL;
+    st = weft_comm_create_ex(sub, stream, &params, &made);
+    int rc = MPI_Comm_free(&sub);
+    if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
+    if (st == WEFT_SUCCESS) *newcomm = made;
+out:
+    return st;
 }
 
 void weft__comm_free_all(void)

@@ -70,6 +70,9 @@ weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t *
     atomic_init(&op->done, 0);
     op->status = WEFT_SUCCESS;
     op->detached = 0;
+    atomic_init(&op->cb_state, 0);
+    op->cb_fn = NULL;
+    op->cb_arg = NULL;
     op->kind = kind;
     op->comm = comm;
     op->root = -1;

@@ -128,6 +128,71 @@ static bool is_done(weft__op_t *op)
     return atomic_load_explicit(&op->done, memory_order_acquire) == OP_DONE;
 }
 
+/* ---- completion callbacks -------------------------------------------------------- */
+/* op->cb_state: open (no callback yet), a callback registered, or closed (the
+ * op finished: a registration from now on runs the callback itself). */
+enum { CB_OPEN = 0, CB_SET = 1, CB_CLOSED = 2 };
+
+bool weft__op_close_callback(weft__op_t *op)
+{
+    /* acq_rel: acquire the registrant's cb_fn/cb_arg (written before its
+     * release CAS); release the status stored before this call to a
+     * registrant that finds the op closed. */
+    return atomic_exchange_explicit(&op->cb_state, CB_CLOSED, memory_order_acq_rel) == CB_SET;
+}
+
+void weft__op_complete_callback(weft__op_t *op)
+{
+    const weft_request_callback_t fn = op->cb_fn;
+    void *const arg = op->cb_arg;
+    const weft_status_t st = op->status;
+    weft__op_complete(op, st); /* a waiter may free op from here on */
+    fn(arg, st);
+}
+
+weft_status_t weft_request_on_complete(weft_request_t req, weft_request_callback_t fn, void *arg)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (fn == NULL) return WEFT_ERR_INVALID_ARG;
+    weft_status_t st = WEFT_SUCCESS;
+    pthread_mutex_lock(&R.lock);
+    /* Under the lock a live handle's op cannot be freed: only a taker frees
+     * it, and taking needs the lock. */
+    const uint32_t i = live_slot(req);
+    if (i == UINT32_MAX) {
+        st = WEFT_ERR_INVALID_REQUEST;
+        goto out;
+    }
+    weft__op_t *op = slot_at(i)->op;
+    if (op->sop != NULL) {
+        st = WEFT_ERR_UNSUPPORTED; /* completion belongs to the stream */
+        goto out;
+    }
+    if (op->cb_fn != NULL) { /* written only here, under the lock */
+        st = WEFT_ERR_INVALID_ARG;
+        goto out;
+    }
+    op->cb_fn = fn;
+    op->cb_arg = arg;
+    uint32_t open = CB_OPEN;
+    /* release: cb_fn/cb_arg to the finisher's exchange; acquire on failure:
+     * the finisher's status. */
+    if (atomic_compare_exchange_strong_explicit(&op->cb_state, &open, CB_SET,
+                                                memory_order_acq_rel, memory_order_acquire))
+        goto out;
+    /* Closed: the op finished or is between finishing and publishing (a few
+     * instructions on the engine side, without this lock). Run fn here, once
+     * it is published, outside the lock. */
+    while (!is_done(op)) sched_yield();
+    const weft_status_t op_st = op->status;
+    pthread_mutex_unlock(&R.lock);
+    fn(arg, op_st);
+    return WEFT_SUCCESS;
+out:
+    pthread_mutex_unlock(&R.lock);
+    return st;
+}
+
 /*
  * Take live handle h: free its slot and hand its op to the caller, in one
  * critical section, so that two threads waiting on or testing one request

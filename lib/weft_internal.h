@@ -326,7 +326,22 @@ struct weft__op {
     _Atomic uint32_t done;   /* futex word: 0 running, then complete (lib/request.c) */
     weft_status_t status;    /* written before done = 1 (release) */
     int detached;            /* no request handle: freed by the engine */
+    /* completion callback (weft_request_on_complete, lib/request.c): fn and
+     * arg written under the request lock before cb_state becomes CB_SET */
+    _Atomic uint32_t cb_state;
+    weft_request_callback_t cb_fn;
+    void *cb_arg;
 };
+
+/**
+ * Engine side, as the op finishes (progress lock held, status stored): closes
+ * the op to callback registration. True when a callback was registered: the
+ * op must then be published by weft__op_complete_callback once the progress
+ * lock is released, so that the user's callback never runs under it.
+ */
+bool weft__op_close_callback(weft__op_t *op);
+/** Publish op (as weft__op_complete) and run its callback. Progress lock not held. */
+void weft__op_complete_callback(weft__op_t *op);
 
 /** Allocate and fill the common fields of an op (caller thread). */
 weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t **out);

@@ -57,6 +57,7 @@ static struct {
     pthread_mutex_t start_mutex;
     /* engine side (under the progress lock) */
     weft__op_t *active_head, *active_tail;
+    weft__op_t *callbacks; /* finished ops whose callbacks run after the lock */
     uint64_t pass;
     double next_watchdog;
 } E = {.lock = ATOMIC_FLAG_INIT, .start_mutex = PTHREAD_MUTEX_INITIALIZER};
@@ -134,7 +135,29 @@ static void finish_op(weft__op_t *op, weft_status_t st)
     if (WEFT__OP_OBSERVED(op)) weft__obs_done(op, st); /* before op may be freed */
     atomic_fetch_sub_explicit(&op->comm->inflight, 1, memory_order_release);
     atomic_fetch_sub_explicit(&E.inflight, 1, memory_order_release);
+    op->status = st;
+    if (op->sop == NULL && weft__op_close_callback(op)) {
+        /* published by run_callbacks once the lock is released (order kept
+         * is not needed: callbacks of different ops are unordered) */
+        op->next = E.callbacks;
+        E.callbacks = op;
+        return;
+    }
     weft__op_complete(op, st);
+}
+
+/* Publish the ops taken off E.callbacks and run their callbacks. Progress
+ * lock NOT held: a callback may issue nonblocking operations or test its
+ * request, and a slow one must not stall the engine's other ops' passes on
+ * other threads. */
+static void run_callbacks(weft__op_t *list)
+{
+    while (list) {
+        weft__op_t *next = list->next;
+        list->next = NULL;
+        weft__op_complete_callback(list); /* list may be freed from here */
+        list = next;
+    }
 }
 
 static void report_stuck(weft__op_t *op, double now, const char *why)
@@ -268,8 +291,11 @@ int weft__engine_try_progress(void)
     /* acquire: the previous holder's writes to engine state are visible. */
     if (atomic_flag_test_and_set_explicit(&E.lock, memory_order_acquire)) return -1;
     int work = progress_pass();
+    weft__op_t *cbs = E.callbacks;
+    E.callbacks = NULL;
     /* release: publish engine state to the next holder. */
     atomic_flag_clear_explicit(&E.lock, memory_order_release);
+    if (cbs) run_callbacks(cbs);
     return work;
 }
 
