@@ -183,7 +183,7 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_stream_
      * nothing of c in flight, every rank meets them in one order. */
     drain(c);
     weft_status_t st = WEFT_SUCCESS;
-    WEFT__MPI_CHECK_GOTO(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, c->mpi), st, out);
+    WEFT__MPI_CHECK_GOTO(PMPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, c->mpi), st, out);
     if (any_bad) {
         if (bad) WEFT__ERROR("weft_comm_split: %s", newcomm == NULL ? "newcomm is NULL"
                                                                      : "color below WEFT_UNDEFINED");

@@ -95,7 +95,7 @@ weft_status_t weft_init(const weft_init_params_t *params)
             WEFT__ERROR("weft_init: MPI has already been finalised");
             return WEFT_ERR_MPI;
         }
-        WEFT__MPI_CHECK(MPI_Query_thread(&provided));
+        WEFT__MPI_CHECK(PMPI_Query_thread(&provided));
     }
     if (provided < MPI_THREAD_MULTIPLE) {
         /* Logged unconditionally: this is the first thing a user must fix. */

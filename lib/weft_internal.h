@@ -584,7 +584,7 @@ void weft__futex_wake(_Atomic uint32_t *word);
 
 /* ---- check macros (log once where found, then propagate) ------------------ */
 /* Weft's own MPI traffic calls the PMPI_ entry of every function that
- * libweft-mpi.so (interpose/) defines: MPI_Init_thread, MPI_Finalize and the
+ * libweft-mpi.so (interpose/) defines: MPI_Init_thread, MPI_Query_thread, MPI_Finalize and the
  * collectives (MPI_Allreduce, MPI_Bcast, MPI_Gather, MPI_Allgather,
  * MPI_Iallreduce, MPI_Ibarrier, ...). With the interposer preloaded, the
  * MPI_ name would resolve to it and re-enter Weft (an agreement allreduce
