@@ -597,11 +597,29 @@ WMPI_EXPORT int MPI_Finalize(void)
 
 /* ---- nonblocking calls: generalized requests ------------------------------------------ */
 /* One nonblocking call served by Weft: the MPI request the program holds is
- * a generalized request; Weft's completion callback completes it. */
+ * a generalized request. With MPICH (MPIX_Grequest_start), MPI_Test and
+ * friends call greq_poll and MPI_Wait/MPI_Waitall call greq_wait on the
+ * program's thread: they test or wait on the Weft request there (weft_test,
+ * weft_wait, which also step the operation on that thread, as a Weft program
+ * waiting on it does) and complete the MPI request. Elsewhere Weft's
+ * completion callback (weft_request_on_complete) completes it from the engine
+ * thread with MPI_Grequest_complete (also with -DWMPI_COMPLETE_ON_ENGINE).
+ * Why not the callback with MPICH: measured here (doc/mpi_interposition.md),
+ * a 64 KiB ialltoall + MPI_Wait took 17-50 ms that way against about 10 us
+ * for the blocking call on the same run: the operation then moves only when
+ * the engine thread gets a core, while the waiting thread spins in MPICH.
+ * Either way the engine progresses the operation while the program computes. */
+#if defined(MPICH) && !defined(WMPI_COMPLETE_ON_ENGINE)
+#define WMPI_POLL 1
+#else
+#define WMPI_POLL 0
+#endif
+
 typedef struct greq {
     weft_request_t wr;
     MPI_Request mpi;
     weft_status_t st;   /* the operation's status, written before MPI_Grequest_complete */
+    int completed;      /* MPI_Grequest_complete called */
     wmpi_comm_t *e;
 } greq_t;
 
@@ -631,20 +649,57 @@ static int greq_cancel(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
+/* The Weft request is released with status st: complete the MPI request.
+ * g may be freed by the program from the PMPI_Grequest_complete on. */
+static int greq_finish(greq_t *g, weft_status_t st)
+{
+    g->st = st;
+    g->completed = 1;
+    /* release: the operation's effects before the count that comm_retire reads */
+    atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_release);
+    return PMPI_Grequest_complete(g->mpi);
+}
+
+#if WMPI_POLL
+/* MPICH's MPI_Test/MPI_Testany/...: on the program's thread, while the MPI
+ * request is incomplete. */
+static int greq_poll(void *extra, MPI_Status *status)
+{
+    (void)status;
+    greq_t *g = extra;
+    if (g->completed) return MPI_SUCCESS;
+    int done = 0;
+    weft_status_t st = weft_test(&g->wr, &done);
+    if (!done && st == WEFT_SUCCESS) return MPI_SUCCESS;
+    return greq_finish(g, st);
+}
+
+/* MPICH's MPI_Wait/MPI_Waitall on requests of this kind (MPICH's global lock
+ * is not held: an engine over the MPI transport still progresses). */
+static int greq_wait(int count, void **states, double timeout, MPI_Status *status)
+{
+    (void)timeout;
+    (void)status;
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < count; i++) {
+        greq_t *g = states[i];
+        if (g->completed) continue;
+        int r = greq_finish(g, weft_wait(&g->wr));
+        if (rc == MPI_SUCCESS) rc = r;
+    }
+    return rc;
+}
+#else
 /* Weft's completion callback: on the engine thread (or a thread driving
- * progress), outside Weft's progress lock. Releases the Weft request and
- * completes the MPI one; g may be freed by the program right after that. */
+ * progress), outside Weft's progress lock. */
 static void greq_done(void *arg, weft_status_t status)
 {
     greq_t *g = arg;
     weft_status_t w = weft_wait(&g->wr);
-    g->st = status != WEFT_SUCCESS ? status : w;
-    MPI_Request r = g->mpi;
-    /* release: the operation's effects before the count that comm_retire reads */
-    atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_release);
-    int rc = PMPI_Grequest_complete(r);
+    int rc = greq_finish(g, status != WEFT_SUCCESS ? status : w);
     if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
 }
+#endif
 
 /* Before the Weft call: the generalized request. */
 static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
@@ -652,7 +707,11 @@ static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
     greq_t *g = calloc(1, sizeof *g);
     if (g == NULL) return weft_failed(comm, call, WEFT_ERR_NO_MEMORY);
     g->e = e;
+#if WMPI_POLL
+    int rc = PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g, &g->mpi);
+#else
     int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->mpi);
+#endif
     if (rc != MPI_SUCCESS) {
         free(g);
         return rc;
@@ -668,17 +727,20 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
     MPI_Request r = g->mpi;
     if (st != WEFT_SUCCESS) {
         g->st = st;
+        g->completed = 1;
         if (PMPI_Grequest_complete(r) != MPI_SUCCESS || PMPI_Request_free(&r) != MPI_SUCCESS)
             wmpi_log("%s: could not release the request of a failed call", call_names[call]);
         return weft_failed(comm, call, st);
     }
     atomic_fetch_add_explicit(&g->e->pending, 1, memory_order_relaxed);
+#if !WMPI_POLL
     st = weft_request_on_complete(g->wr, greq_done, g);
     if (st != WEFT_SUCCESS) { /* not expected for a live request without a stream */
         wmpi_log("%s: weft_request_on_complete: %s; completing it here", call_names[call],
                  weft_strerror(st));
         greq_done(g, weft_wait(&g->wr));
     }
+#endif
     *request = r;
     return MPI_SUCCESS;
 }
