@@ -432,7 +432,9 @@ static inline int comm_lookup(MPI_Comm comm, wmpi_comm_t **out)
  * zombie, destroyed in MPI_Finalize in the order the zombies were made. */
 static void comm_retire(wmpi_comm_t *e)
 {
-    if (e->wc == NULL) {
+    /* A program that also uses Weft itself may have called weft_finalize,
+     * which freed every Weft communicator, ours included. */
+    if (e->wc == NULL || !weft_initialized()) {
         free(e);
         return;
     }
@@ -574,14 +576,16 @@ WMPI_EXPORT int MPI_Finalize(void)
         pthread_mutex_unlock(&wmpi_list_lock);
         /* weft_comm_destroy waits for their operations; the callbacks that
          * touch e have run once weft_finalize joined the engine */
-        for (wmpi_comm_t *e = z; e; e = e->next) {
+        for (wmpi_comm_t *e = z; e && weft_initialized(); e = e->next) {
             weft_status_t st = weft_comm_destroy(e->wc);
             if (st != WEFT_SUCCESS) wmpi_log("weft_comm_destroy failed: %s", weft_strerror(st));
         }
         if (wmpi_verbose) sites_report();
         atomic_store_explicit(&wmpi_active, 0, memory_order_release);
-        weft_status_t st = weft_finalize();
-        if (st != WEFT_SUCCESS) wmpi_log("weft_finalize: %s", weft_strerror(st));
+        if (weft_initialized()) { /* else the program finalised Weft itself */
+            weft_status_t st = weft_finalize();
+            if (st != WEFT_SUCCESS) wmpi_log("weft_finalize: %s", weft_strerror(st));
+        }
         while (z) {
             wmpi_comm_t *n = z->next;
             free(z);
