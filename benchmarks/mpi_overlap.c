@@ -16,7 +16,8 @@
  *                then wait; Compute is the compute time measured in that loop;
  *   Overlap(%) = max(0, 100 - 100 * (Overall - Compute) / Pure Comm.).
  * Every iteration is timed on its own, with a barrier outside the timed part.
- * Times are averaged over iterations on each rank, then over ranks (OSU);
+ * Times are averaged over iterations on each rank (--median: their median,
+ * robust against a loaded machine's descheduling), then over ranks (OSU);
  * -f adds the minimum and maximum over ranks of Overall.
  * Compute: device - the thread sleeps (clock_nanosleep), as a host thread
  * does while a GPU computes; busy - a CPU loop calling no MPI.
@@ -44,7 +45,7 @@ static const char *const op_names[O_COUNT] = {"ialltoall", "iallgather", "ibcast
 
 typedef struct opts {
     size_t min, max;
-    int iters, warmup, full, csv;
+    int iters, warmup, full, csv, median;
     unsigned ops;          /* bit per enum op */
     int device, busy;      /* compute modes */
     int mpi, pmpi;         /* entries */
@@ -128,32 +129,51 @@ static int iteration(int op, int pmpi, bufs_t *b, int busy, double compute_s, do
         c = now() - c0;
     }
     if (MPI_Wait(&q, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 1;
-    *total += now() - t0;
-    *computed += c;
+    *total = now() - t0;
+    *computed = c;
     return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Mean, or median (sorts v). */
+static double stat(double *v, int n, int median)
+{
+    if (median) {
+        qsort(v, (size_t)n, sizeof *v, cmp_double);
+        return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    }
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += v[i];
+    return s / n;
 }
 
 typedef struct result { double overall, compute, pure, overlap, omin, omax; } result_t;
 
-static int measure(const opts_t *o, int op, int pmpi, int busy, bufs_t *b, result_t *res)
+/* samples: 3 arrays of o->iters doubles */
+static int measure(const opts_t *o, int op, int pmpi, int busy, bufs_t *b, double *samples,
+                   result_t *res)
 {
-    double pure = 0.0, overall = 0.0, comp = 0.0, unused = 0.0;
+    double *tp = samples, *to = samples + o->iters, *tc = samples + 2 * o->iters, u1, u2;
     for (int i = 0; i < o->warmup; i++)
-        if (iteration(op, pmpi, b, busy, -1.0, &unused, &unused)) return 1;
+        if (iteration(op, pmpi, b, busy, -1.0, &u1, &u2)) return 1;
     for (int i = 0; i < o->iters; i++)
-        if (iteration(op, pmpi, b, busy, -1.0, &pure, &unused)) return 1;
-    pure /= o->iters;
+        if (iteration(op, pmpi, b, busy, -1.0, &tp[i], &u2)) return 1;
+    double pure = stat(tp, o->iters, o->median);
     /* every rank computes as long as the ranks' average pure time (OSU) */
     double pure_avg = 0.0;
     if (PMPI_Allreduce(&pure, &pure_avg, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
         return 1;
     pure_avg /= size;
     for (int i = 0; i < o->warmup; i++)
-        if (iteration(op, pmpi, b, busy, pure_avg, &unused, &unused)) return 1;
+        if (iteration(op, pmpi, b, busy, pure_avg, &u1, &u2)) return 1;
     for (int i = 0; i < o->iters; i++)
-        if (iteration(op, pmpi, b, busy, pure_avg, &overall, &comp)) return 1;
-    overall /= o->iters;
-    comp /= o->iters;
+        if (iteration(op, pmpi, b, busy, pure_avg, &to[i], &tc[i])) return 1;
+    double overall = stat(to, o->iters, o->median), comp = stat(tc, o->iters, o->median);
     double mine[3] = {overall, comp, pure}, sum[3];
     if (PMPI_Allreduce(mine, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS ||
         PMPI_Allreduce(&overall, &res->omin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS ||
@@ -181,6 +201,8 @@ static void usage(FILE *f, const char *prog)
             "  --entry mpi|pmpi|both       time MPI_ names, PMPI_ names or both (default both)\n"
             "  -f, --full                  add min and max over ranks of Overall\n"
             "  --csv                       comma-separated rows instead of the table\n"
+            "  --median                    per-rank median over iterations instead of the mean\n"
+            "                              (a shared, loaded machine's descheduling outliers)\n"
             "  -h, --help, -v, --version\n",
             prog, op_names[0], op_names[1], op_names[2], op_names[3], op_names[4], op_names[5],
             op_names[6]);
@@ -212,13 +234,14 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 /* 0 ok, 1 exit 0 (help/version printed), 2 usage error (printed). */
 static int parse(int argc, char **argv, opts_t *o)
 {
-    *o = (opts_t){64u << 10, 4u << 20, 20, 3, 0, 0, (1u << O_IALLREDUCE) - 1, 1, 1, 1, 1};
+    *o = (opts_t){64u << 10, 4u << 20, 20, 3, 0, 0, 0, (1u << O_IALLREDUCE) - 1, 1, 1, 1, 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { if (rank == 0) usage(stdout, argv[0]); return 1; }
         if (!strcmp(a, "-v") || !strcmp(a, "--version")) { if (rank == 0) printf("mpi_overlap %s\n", VERSION); return 1; }
         if (!strcmp(a, "-f") || !strcmp(a, "--full")) { o->full = 1; continue; }
         if (!strcmp(a, "--csv")) { o->csv = 1; continue; }
+        if (!strcmp(a, "--median")) { o->median = 1; continue; }
         int bad = v == NULL;
         if (!bad && (!strcmp(a, "-m") || !strcmp(a, "--message-size"))) {
             char buf[64];
@@ -279,7 +302,8 @@ int main(int argc, char **argv)
     }
     size_t maxb = o.max * (size_t)size;
     bufs_t b = {malloc(maxb), malloc(maxb), 0};
-    int ok = b.s != NULL && b.r != NULL, all = 0;
+    double *samples = malloc(3 * sizeof(double) * (size_t)o.iters);
+    int ok = b.s != NULL && b.r != NULL && samples != NULL, all = 0;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all) {
         if (!ok) fprintf(stderr, "rank %d: cannot allocate 2 x %zu bytes\n", rank, maxb);
@@ -292,9 +316,9 @@ int main(int argc, char **argv)
                    o.full ? ",overall_min_us,overall_max_us" : "");
         } else {
             printf("# mpi_overlap %s: OSU overlap of nonblocking collectives, %d ranks, %d "
-                   "iterations (+%d warm-up)\n# entry MPI_: the call as the program makes it "
+                   "iterations (+%d warm-up), %s over iterations, mean over ranks\n# entry MPI_: the call as the program makes it "
                    "(the interposer's, when preloaded); PMPI_: the MPI library's own\n",
-                   VERSION, size, o.iters, o.warmup);
+                   VERSION, size, o.iters, o.warmup, o.median ? "median" : "mean");
         }
     }
     int rc = 0;
@@ -312,7 +336,7 @@ int main(int argc, char **argv)
                 for (int e = 0; e < 2 && rc == 0; e++) {
                     if ((e == 0 && !o.mpi) || (e == 1 && !o.pmpi)) continue;
                     result_t r;
-                    if (measure(&o, op, e, busy, &b, &r)) {
+                    if (measure(&o, op, e, busy, &b, samples, &r)) {
                         fprintf(stderr, "rank %d: %s failed\n", rank, op_names[op]);
                         rc = 1;
                         break;
@@ -334,6 +358,7 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
     }
+    free(samples);
     free(b.s);
     free(b.r);
     MPI_Finalize();
