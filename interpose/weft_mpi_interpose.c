@@ -5,7 +5,8 @@
  *
  * Defines MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast,
  * MPI_Reduce, MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Barrier, their
- * nonblocking forms, MPI_Init, MPI_Init_thread, MPI_Query_thread and
+ * nonblocking forms, the MPI-4 large-count (_c) forms of all but the
+ * barriers, MPI_Init, MPI_Init_thread, MPI_Query_thread and
  * MPI_Finalize (MPI's profiling interface, PMPI). A call goes to Weft when
  * Weft serves it (built-in datatypes and operations, intracommunicators,
  * contiguous data, MPI_IN_PLACE); everything else goes to its PMPI_ entry
@@ -288,7 +289,7 @@ static void dt_map_init(void)
 /* The reason a reduction (count, type, op) is not Weft's, or R_WEFT with its
  * Weft datatype and op. Depends only on arguments MPI requires to be the same
  * on every rank. */
-static int reduce_args(int count, MPI_Datatype t, MPI_Op op, weft_datatype_t *wt, weft_op_t *wop)
+static int reduce_args(MPI_Count count, MPI_Datatype t, MPI_Op op, weft_datatype_t *wt, weft_op_t *wop)
 {
     if (count < 0) return R_ARG;
     int i = 0;
@@ -314,7 +315,7 @@ static int reduce_args(int count, MPI_Datatype t, MPI_Op op, weft_datatype_t *wt
 /* Bytes of count elements of t if they lie contiguously from the buffer's
  * address (size == extent == true extent, both lower bounds 0): R_WEFT, else
  * the reason. */
-static int contig_bytes(int count, MPI_Datatype t, size_t *bytes)
+static int contig_bytes(MPI_Count count, MPI_Datatype t, size_t *bytes)
 {
     if (count < 0) return R_ARG;
     for (int i = 0; i < dt_map_n; i++) { /* the common built-ins without asking MPI */
@@ -776,7 +777,7 @@ static int rank_size(MPI_Comm comm, int *rank, int *size)
 }
 
 /* ---- allreduce ------------------------------------------------------------------------ */
-static int allreduce_args(int call, const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+static int allreduce_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
                           MPI_Op op, MPI_Comm comm, wargs_t *a)
 {
     int why = call_check(call);
@@ -816,7 +817,7 @@ WMPI_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Data
 }
 
 /* ---- reduce_scatter_block ---------------------------------------------------------------- */
-static int rsb_args(int call, const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+static int rsb_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
                     MPI_Comm comm, wargs_t *a)
 {
     int why = call_check(call);
@@ -856,7 +857,7 @@ WMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int coun
 }
 
 /* ---- reduce ------------------------------------------------------------------------------ */
-static int reduce_call_args(int call, const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+static int reduce_call_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
                             MPI_Op op, int root, MPI_Comm comm, wargs_t *a)
 {
     int why = call_check(call);
@@ -901,7 +902,7 @@ WMPI_EXPORT int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatyp
 }
 
 /* ---- bcast ------------------------------------------------------------------------------- */
-static int bcast_args(int call, void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
+static int bcast_args(int call, void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,
                       wargs_t *a)
 {
     int why = call_check(call);
@@ -941,8 +942,8 @@ WMPI_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_C
 /* ---- allgather and alltoall (blocks of bytes) -------------------------------------------- */
 /* The receive block (rcount of rtype per rank) and, unless in place, the send
  * block, which must hold the same bytes. */
-static int blocks_args(int call, const void *sbuf, int scount, MPI_Datatype st, void *rbuf,
-                       int rcount, MPI_Datatype rt, MPI_Comm comm, wargs_t *a)
+static int blocks_args(int call, const void *sbuf, MPI_Count scount, MPI_Datatype st, void *rbuf,
+                       MPI_Count rcount, MPI_Datatype rt, MPI_Comm comm, wargs_t *a)
 {
     int why = call_check(call);
     size_t sbytes = 0;
@@ -1013,8 +1014,8 @@ WMPI_EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, 
 /* The root's side (many blocks) is mine_* at the root and ignored
  * elsewhere; the one-block side is one_*. For gather: one = send, many =
  * receive, in place = sendbuf at the root; for scatter the other way round. */
-static int rooted_args(int call, const void *one_buf, int one_count, MPI_Datatype one_type,
-                       const void *many_buf, int many_count, MPI_Datatype many_type, int root,
+static int rooted_args(int call, const void *one_buf, MPI_Count one_count, MPI_Datatype one_type,
+                       const void *many_buf, MPI_Count many_count, MPI_Datatype many_type, int root,
                        MPI_Comm comm, wargs_t *a)
 {
     int why = call_check(call);
@@ -1119,4 +1120,210 @@ WMPI_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     int rc = greq_begin(comm, C_IBARRIER, e, &g);
     if (rc != MPI_SUCCESS) return rc;
     return greq_end(comm, C_IBARRIER, g, weft_ibarrier(e->wc, &g->wr), req);
+}
+
+/* ---- the MPI-4 large-count forms (MPI_Count counts; mpi4py 4 calls these) ---- */
+WMPI_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                              MPI_Comm comm)
+{
+    wargs_t a;
+    int why = allreduce_args(C_ALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_ALLREDUCE, why);
+    if (why != R_WEFT) return PMPI_Allreduce_c(sbuf, rbuf, count, t, op, comm);
+    weft_status_t st = weft_allreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc);
+    return WMPI_LIKELY(st == WEFT_SUCCESS) ? MPI_SUCCESS : weft_failed(comm, C_ALLREDUCE, st);
+}
+
+WMPI_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                               MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = allreduce_args(C_IALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_IALLREDUCE, why);
+    if (why != R_WEFT) return PMPI_Iallreduce_c(sbuf, rbuf, count, t, op, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLREDUCE, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLREDUCE, g,
+                    weft_iallreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
+                                         MPI_Op op, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rsb_args(C_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_REDUCE_SCATTER_BLOCK, why);
+    if (why != R_WEFT) return PMPI_Reduce_scatter_block_c(sbuf, rbuf, count, t, op, comm);
+    weft_status_t st = weft_reduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE_SCATTER_BLOCK, st);
+}
+
+WMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
+                                          MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = rsb_args(C_IREDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_IREDUCE_SCATTER_BLOCK, why);
+    if (why != R_WEFT) return PMPI_Ireduce_scatter_block_c(sbuf, rbuf, count, t, op, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IREDUCE_SCATTER_BLOCK, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IREDUCE_SCATTER_BLOCK, g,
+                    weft_ireduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Reduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                           int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = reduce_call_args(C_REDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
+    NOTE(C_REDUCE, why);
+    if (why != R_WEFT) return PMPI_Reduce_c(sbuf, rbuf, count, t, op, root, comm);
+    weft_status_t st = weft_reduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE, st);
+}
+
+WMPI_EXPORT int MPI_Ireduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                            int root, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = reduce_call_args(C_IREDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
+    NOTE(C_IREDUCE, why);
+    if (why != R_WEFT) return PMPI_Ireduce_c(sbuf, rbuf, count, t, op, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IREDUCE, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IREDUCE, g,
+                    weft_ireduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = bcast_args(C_BCAST, buf, count, t, root, comm, &a);
+    NOTE(C_BCAST, why);
+    if (why != R_WEFT) return PMPI_Bcast_c(buf, count, t, root, comm);
+    weft_status_t st = weft_bcast(a.r, a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_BCAST, st);
+}
+
+WMPI_EXPORT int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,
+                           MPI_Request *req)
+{
+    wargs_t a;
+    int why = bcast_args(C_IBCAST, buf, count, t, root, comm, &a);
+    NOTE(C_IBCAST, why);
+    if (why != R_WEFT) return PMPI_Ibcast_c(buf, count, t, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IBCAST, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IBCAST, g, weft_ibcast(a.r, a.n, a.t, root, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Allgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                              MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = blocks_args(C_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_ALLGATHER, why);
+    if (why != R_WEFT) return PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    weft_status_t st = weft_allgather(a.s, a.r, a.n, a.t, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLGATHER, st);
+}
+
+WMPI_EXPORT int MPI_Iallgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                               MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = blocks_args(C_IALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_IALLGATHER, why);
+    if (why != R_WEFT)
+        return PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLGATHER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLGATHER, g, weft_iallgather(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
+                    req);
+}
+
+WMPI_EXPORT int MPI_Alltoall_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                             MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = blocks_args(C_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_ALLTOALL, why);
+    if (why != R_WEFT) return PMPI_Alltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    weft_status_t st = weft_alltoall(a.s, a.r, a.n, a.t, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLTOALL, st);
+}
+
+WMPI_EXPORT int MPI_Ialltoall_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                              MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = blocks_args(C_IALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_IALLTOALL, why);
+    if (why != R_WEFT)
+        return PMPI_Ialltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLTOALL, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLTOALL, g, weft_ialltoall(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
+                    req);
+}
+
+WMPI_EXPORT int MPI_Gather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+                           MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rooted_args(C_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
+    NOTE(C_GATHER, why);
+    if (why != R_WEFT) return PMPI_Gather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    weft_status_t st = weft_gather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_GATHER, st);
+}
+
+WMPI_EXPORT int MPI_Igather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                            MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                            MPI_Request *req)
+{
+    wargs_t a;
+    int why = rooted_args(C_IGATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
+    NOTE(C_IGATHER, why);
+    if (why != R_WEFT)
+        return PMPI_Igather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IGATHER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IGATHER, g,
+                    weft_igather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Scatter_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                            MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rooted_args(C_SCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
+    NOTE(C_SCATTER, why);
+    if (why != R_WEFT) return PMPI_Scatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    weft_status_t st = weft_scatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_SCATTER, st);
+}
+
+WMPI_EXPORT int MPI_Iscatter_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                             MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                             MPI_Request *req)
+{
+    wargs_t a;
+    int why = rooted_args(C_ISCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
+    NOTE(C_ISCATTER, why);
+    if (why != R_WEFT)
+        return PMPI_Iscatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_ISCATTER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_ISCATTER, g,
+                    weft_iscatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc, &g->wr),
+                    req);
 }

@@ -54,7 +54,7 @@ static weft_status_t mpi_start(weft__op_t *op)
         WEFT__MPI_CHECK(PMPI_Iallreduce(sbuf, op->recvbuf, (int)op->count, dt, mop, op->comm->mpi,
                                        &s->req));
     else
-        WEFT__MPI_CHECK(MPI_Iallreduce_c(sbuf, op->recvbuf, (MPI_Count)op->count, dt, mop,
+        WEFT__MPI_CHECK(PMPI_Iallreduce_c(sbuf, op->recvbuf, (MPI_Count)op->count, dt, mop,
                                          op->comm->mpi, &s->req));
     s->active = 1;
     return mpi_step(op);

@@ -7,7 +7,8 @@
  * odd counts, MPI_IN_PLACE, every root, calls that must fall through (user
  * operations, derived and non-contiguous datatypes, MPI_SHORT, MPI_LAND,
  * MPI_MAXLOC), communicators split, duplicated and freed in a loop,
- * MPI_COMM_SELF, and a barrier that must hold every rank. Floating-point
+ * MPI_COMM_SELF, the MPI-4 large-count (_c) forms, and a barrier that must
+ * hold every rank. Floating-point
  * inputs served by Weft are small integers, so every summation order gives
  * the same bits; fall-through cases use arbitrary values.
  *
@@ -132,6 +133,57 @@ static void complete(MPI_Request *req, int how)
         fprintf(stderr, "rank %d: request not released [%s]\n", rank, where);
         errors++;
     }
+}
+
+/* The MPI-4 large-count forms (MPI_Count counts, as mpi4py 4 calls them). */
+static void test_large_count(MPI_Comm comm)
+{
+    int csize, crank;
+    MPI_Comm_size(comm, &csize);
+    MPI_Comm_rank(comm, &crank);
+    const MPI_Count n = 1003;
+    size_t all = (size_t)n * (size_t)csize;
+    int *in = xmalloc(4 * all), *got = xmalloc(4 * all), *ref = xmalloc(4 * all);
+    fill(in, all, K_INT32, 77);
+    MPI_Request q;
+    where = "large-count forms";
+    MPI_OK(PMPI_Allreduce_c(in, ref, n, MPI_INT, MPI_SUM, comm));
+    MPI_OK(MPI_Allreduce_c(in, got, n, MPI_INT, MPI_SUM, comm));
+    same("MPI_Allreduce_c", got, ref, 4 * (size_t)n);
+    memset(got, 0, 4 * all);
+    MPI_OK(MPI_Iallreduce_c(in, got, n, MPI_INT, MPI_SUM, comm, &q));
+    complete(&q, BY_WAIT);
+    same("MPI_Iallreduce_c", got, ref, 4 * (size_t)n);
+    MPI_OK(PMPI_Reduce_scatter_block_c(in, ref, n / csize, MPI_INT, MPI_MAX, comm));
+    MPI_OK(MPI_Reduce_scatter_block_c(in, got, n / csize, MPI_INT, MPI_MAX, comm));
+    same("MPI_Reduce_scatter_block_c", got, ref, 4 * (size_t)(n / csize));
+    MPI_OK(PMPI_Reduce_c(in, ref, n, MPI_INT, MPI_MIN, 0, comm));
+    MPI_OK(MPI_Ireduce_c(in, got, n, MPI_INT, MPI_MIN, 0, comm, &q));
+    complete(&q, BY_TEST);
+    if (crank == 0) same("MPI_Ireduce_c", got, ref, 4 * (size_t)n);
+    memcpy(ref, in, 4 * all);
+    memcpy(got, in, 4 * all);
+    MPI_OK(PMPI_Bcast_c(ref, n, MPI_INT, csize - 1, comm));
+    MPI_OK(MPI_Ibcast_c(got, n, MPI_INT, csize - 1, comm, &q));
+    complete(&q, BY_WAITALL);
+    same("MPI_Ibcast_c", got, ref, 4 * (size_t)n);
+    MPI_OK(PMPI_Alltoall_c(in, n / csize, MPI_INT, ref, n / csize, MPI_INT, comm));
+    MPI_OK(MPI_Alltoall_c(in, n / csize, MPI_INT, got, n / csize, MPI_INT, comm));
+    same("MPI_Alltoall_c", got, ref, 4 * (size_t)(n / csize) * (size_t)csize);
+    MPI_OK(PMPI_Allgather_c(in, n, MPI_INT, ref, n, MPI_INT, comm));
+    MPI_OK(MPI_Iallgather_c(in, n, MPI_INT, got, n, MPI_INT, comm, &q));
+    complete(&q, BY_TESTANY);
+    same("MPI_Iallgather_c", got, ref, 4 * all);
+    MPI_OK(PMPI_Gather_c(in, n, MPI_INT, ref, n, MPI_INT, 0, comm));
+    MPI_OK(MPI_Gather_c(in, n, MPI_INT, got, n, MPI_INT, 0, comm));
+    if (crank == 0) same("MPI_Gather_c", got, ref, 4 * all);
+    MPI_OK(PMPI_Scatter_c(in, n, MPI_INT, ref, n, MPI_INT, 0, comm));
+    MPI_OK(MPI_Iscatter_c(in, n, MPI_INT, got, n, MPI_INT, 0, comm, &q));
+    complete(&q, BY_WAIT);
+    same("MPI_Iscatter_c", got, ref, 4 * (size_t)n);
+    free(in);
+    free(got);
+    free(ref);
 }
 
 /* The roots tried: the first and the last rank. */
@@ -462,6 +514,7 @@ int main(int argc, char **argv)
         test_movement(MPI_COMM_WORLD, counts[i], i);
     }
     test_many_inflight(MPI_COMM_WORLD, 4099, 1);
+    test_large_count(MPI_COMM_WORLD);
     test_barrier(MPI_COMM_WORLD, 0);
     test_barrier(MPI_COMM_WORLD, 1);
     test_reductions(MPI_COMM_SELF, 5, 3);
