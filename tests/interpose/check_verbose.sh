@@ -2,10 +2,14 @@
 # check_verbose.sh MPIEXEC PRELOAD PROGRAM: runs PROGRAM --quick on 2 ranks
 # under the preload with WEFT_MPI_VERBOSE=1 and checks the per-call-site
 # report: every intercepted call reached Weft somewhere, and the fall-through
-# cases the program makes are reported with their reasons.
+# cases the program makes are reported with their reasons. Weft's profiler
+# (WEFT_PROFILE) must count the served calls too.
 set -u
 mpiexec=$1 preload=$2 prog=$3
-out=$("$mpiexec" -n 2 -genv LD_PRELOAD "$preload" -genv WEFT_MPI_VERBOSE 1 "$prog" --quick 2>&1)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$("$mpiexec" -n 2 -genv LD_PRELOAD "$preload" -genv WEFT_MPI_VERBOSE 1 \
+      -genv WEFT_PROFILE "$tmp/profile.json" "$prog" --quick 2>&1)
 rc=$?
 fail=0
 if [ $rc -ne 0 ]; then echo "program failed ($rc):"; echo "$out" | tail -20; exit 1; fi
@@ -23,5 +27,9 @@ done
 if ! grep -Eq "^\[weft-mpi 1\] MPI_Allreduce at $(basename "$prog")\(" <<<"$out"; then
     echo "rank 1's report does not name the program's call sites"; fail=1
 fi
+for op in allreduce reduce_scatter allgather bcast reduce alltoall gather scatter barrier; do
+    grep -q "\"op\": \"$op\"" "$tmp/profile.json" 2>/dev/null ||
+        { echo "WEFT_PROFILE has no $op entry"; fail=1; }
+done
 [ $fail -eq 0 ] || { echo "$out" | grep weft-mpi | head -40; exit 1; }
-echo "verbose report: every intercepted call served, fall-throughs named"
+echo "verbose report: every intercepted call served, fall-throughs named; profiled by Weft"
