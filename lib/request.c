@@ -2,8 +2,9 @@
  * request.c - request handles and completion.
  *
  * A handle is (generation << 32 | slot + 1). Slots live in chunks that never
- * move while Weft is initialised; a slot's generation changes every time it is
- * released, so a stale copy of a handle is recognised (WEFT_ERR_INVALID_REQUEST)
+ * move and are kept across weft_finalize; a slot's generation changes every
+ * time it is released, so a stale copy of a handle - also one from before a
+ * weft_finalize + weft_init - is recognised (WEFT_ERR_INVALID_REQUEST)
  * instead of touching someone else's operation.
  */
 #include <sched.h>
@@ -87,18 +88,19 @@ static void release_locked(uint32_t idx)
     R.free_head = idx + 1;
 }
 
-/* Free every slot and the ops nobody waited for. weft_finalize, engine stopped. */
+/* Free the ops nobody waited for and retire their handles. The chunks and
+ * their generations stay (reachable, reused by the next weft_init), so a
+ * handle from before a weft_finalize never names an operation of a later
+ * init. weft_finalize, engine stopped. */
 void weft__request_fini(void)
 {
     pthread_mutex_lock(&R.lock);
-    for (uint32_t c = 0; c * CHUNK_SLOTS < R.nslots; c++) {
-        for (uint32_t i = 0; i < CHUNK_SLOTS; i++)
-            if (R.chunks[c][i].in_use) weft__op_free(R.chunks[c][i].op);
-        free(R.chunks[c]);
-        R.chunks[c] = NULL;
+    for (uint32_t i = 0; i < R.nslots; i++) {
+        slot_t *s = slot_at(i);
+        if (!s->in_use) continue;
+        weft__op_free(s->op);
+        release_locked(i);
     }
-    R.nslots = 0;
-    R.free_head = 0;
     pthread_mutex_unlock(&R.lock);
 }
 
