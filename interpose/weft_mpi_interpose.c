@@ -109,7 +109,6 @@ static atomic_int wmpi_active;           /* Weft is up and serving calls */
 static int wmpi_keyval = MPI_KEYVAL_INVALID;
 static int wmpi_verbose;
 static int wmpi_asked_level = MPI_THREAD_SINGLE; /* what the program asked for */
-static int wmpi_start_reason = R_INACTIVE;       /* why not active, when not */
 static unsigned wmpi_enabled = (1u << (C_COUNT / 2)) - 1; /* bit per call_keys entry */
 static _Atomic(wmpi_comm_t *) wmpi_world; /* MPI_COMM_WORLD's entry: the common case, no lookup */
 
@@ -511,7 +510,6 @@ static int wmpi_start(int *argc, char ***argv, int required, int *provided)
     read_env();
     dt_map_init();
     if (got < MPI_THREAD_MULTIPLE) {
-        wmpi_start_reason = R_INACTIVE;
         wmpi_log("MPI gives thread level %d, Weft needs MPI_THREAD_MULTIPLE: every call goes to MPI",
                  got);
         return MPI_SUCCESS;
