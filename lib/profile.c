@@ -270,9 +270,9 @@ static weft_status_t gather_and_write(const char *path, double *mine, int nmine)
     /* Every rank learns whether rank 0 can receive, so nobody is left in a
      * collective alone. */
     int ok = st == WEFT_SUCCESS;
-    WEFT__MPI_CHECK_GOTO(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
     if (!ok) goto out;
-    WEFT__MPI_CHECK_GOTO(MPI_Gather(&ndoubles, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD),
+    WEFT__MPI_CHECK_GOTO(PMPI_Gather(&ndoubles, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD),
                          st, out);
     if (rank == 0) {
         for (int r = 0; r < size; r++) {
@@ -286,7 +286,7 @@ static weft_status_t gather_and_write(const char *path, double *mine, int nmine)
             if (all == NULL || rank_of == NULL) ok = 0;
         }
     }
-    WEFT__MPI_CHECK_GOTO(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
     if (!ok) {
         st = WEFT_ERR_NO_MEMORY;
         goto out;

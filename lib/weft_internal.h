@@ -653,6 +653,14 @@ void weft__futex_wait(_Atomic uint32_t *word, uint32_t expected, long timeout_ns
 void weft__futex_wake(_Atomic uint32_t *word);
 
 /* ---- check macros (log once where found, then propagate) ------------------ */
+/* Weft's own MPI traffic calls the PMPI_ entry of every function that
+ * libweft-mpi.so (interpose/) defines: MPI_Init_thread, MPI_Query_thread, MPI_Finalize and the
+ * collectives (MPI_Allreduce, MPI_Bcast, MPI_Gather, MPI_Allgather,
+ * MPI_Iallreduce, MPI_Ibarrier, ...). With the interposer preloaded, the
+ * MPI_ name would resolve to it and re-enter Weft (an agreement allreduce
+ * inside weft_comm_create would create a Weft communicator for Weft's own
+ * duplicate). The test interpose-symbols checks libweft.so for such
+ * references. Point-to-point, communicator and query calls stay MPI_. */
 weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int line);
 
 #define WEFT__MPI_CHECK(call)                                                   \
