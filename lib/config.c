@@ -69,6 +69,11 @@ static const weft__config_var_t vars[] = {
      "device buffers: NCCL from this many bytes up, host transfer below"},
     {"WEFT_CUDA_MEMOPS", "1",
      "CUDA stream flags with cuStreamWrite/WaitValue32 (0: event fallback)"},
+    {"WEFT_MPI_VERBOSE", "0",
+     "libweft-mpi.so (read there, at MPI_Init): 1 reports per call site which MPI calls went to "
+     "Weft and which fell through to MPI, and why (doc/mpi_interposition.md)"},
+    {"WEFT_MPI_CALLS", "all",
+     "libweft-mpi.so: comma list of the MPI collectives Weft serves (the others go to MPI)"},
     {"WEFT_CHECK_ARGS", "0",
      "1: every collective first checks with the other ranks that they all passed valid, "
      "matching arguments (count, datatype, operation, root), so a bad argument on one rank "

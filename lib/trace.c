@@ -185,10 +185,10 @@ static weft_status_t trace_sync_clock(void)
             sync[1] = best;
         }
     }
-    WEFT__MPI_CHECK_GOTO(MPI_Bcast(sync, 2, MPI_DOUBLE, 0, node), st, out);
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(sync, 2, MPI_DOUBLE, 0, node), st, out);
     if (weft__g.world_rank == 0)
         T.run_id = ((unsigned long long)getpid() << 32) ^ (unsigned long long)(weft__now() * 1e6);
-    WEFT__MPI_CHECK_GOTO(MPI_Bcast(&T.run_id, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), st,
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&T.run_id, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), st,
                          out);
     T.clock_offset = sync[0];
     T.clock_rtt = sync[1];
