@@ -7,10 +7,12 @@
  * -> tail conv.  No batch norm; every convolution is 3x3 stride 1 pad 1 with
  * a bias, so the spatial executor splits it with a halo of 1.  The paper's
  * mean shift (subtract the data set's RGB mean, add it back) is left to the
- * data path (loom train feeds x - 0.5 and targets y - 0.5).
+ * data path (loom train feeds x - 0.5 and targets y - 0.5).  Weights and
+ * biases start uniform in +-1/sqrt(fan_in), as in the reference code.
  */
 #include "internal.h"
 
+#include <math.h>
 #include <stdio.h>
 
 int loom_edsr_config(const char *name, loom_edsr_desc_t *d)
@@ -83,6 +85,24 @@ int loom_edsr_create(loom_model_t **out, const char *name, const loom_edsr_desc_
     }
     TRY(x = conv3(m, "tail", x, input.c));
     TRY(loom_model_finish(m, x, seed));
+    /* The reference implementation's initialisation (PyTorch's default for
+     * convolutions): weights and biases uniform in +-1/sqrt(fan_in).  He
+     * initialisation (Loom's default) makes the un-normalised residual sum
+     * grow with depth and starts far from the identity-like mapping that
+     * super-resolution learns. */
+    loom_rng_t g;
+    loom_rng_seed(&g, seed ^ 0xED5Bull);
+    for (int i = 0; i < loom_model_num_ops(m); i++) {
+        loom_op_info_t in;
+        loom_model_op_info(m, i, &in);
+        if (in.type != LOOM_OP_CONV)
+            continue;
+        float bound = 1.0f / sqrtf((float)(in.conv.cin * in.conv.kh * in.conv.kw));
+        loom_param_t *ps[2] = {in.weight, in.bias};
+        for (int j = 0; j < 2; j++)
+            for (size_t k = 0; ps[j] && k < ps[j]->count; k++)
+                ps[j]->data[k] = bound * (2.0f * loom_rng_uniform(&g) - 1.0f);
+    }
     *out = m;
     return LOOM_OK;
 fail:
