@@ -222,7 +222,8 @@ int loom_add_fc(loom_model_t *m, const char *name, int x, int out);
 int loom_add_add(loom_model_t *m, const char *name, int a, int b);
 int loom_add_dropout(loom_model_t *m, const char *name, int x, float p);
 int loom_add_pixel_shuffle(loom_model_t *m, const char *name, int x, int r);
-/* y = alpha * x, in place when possible (like relu); no parameters. */
+/* y = alpha * x, in place when possible (like relu); no parameters.  Thread:
+ * the model's, like every builder call. */
 int loom_add_scale(loom_model_t *m, const char *name, int x, float alpha);
 /* Ends building: marks the output, allocates parameters and activations for
  * the input batch size, and initialises weights from seed. */
@@ -319,8 +320,12 @@ typedef struct {
     int blocks, feats, scale;
     float res_scale;
 } loom_edsr_desc_t;
-/* Known name: fills d (scale 2) and returns LOOM_OK; else LOOM_ERR_INVALID. */
+/* Known name: fills d (scale 2) and returns LOOM_OK; else LOOM_ERR_INVALID.
+ * Any thread. */
 int loom_edsr_config(const char *name, loom_edsr_desc_t *d);
+/* Builds and finishes the model (weights uniform in +-1/sqrt(fan_in), from
+ * seed); *out set only on success.  Any thread (the new model is the
+ * caller's). */
 int loom_edsr_create(loom_model_t **out, const char *name, const loom_edsr_desc_t *d,
                      loom_shape_t input, uint64_t seed);
 
