@@ -10,6 +10,9 @@
 #include "loom.h"
 #include "loom_par.h"
 
+/* Where Debian's python3-skimage keeps its sample photographs (PNG). */
+#define CLI_SR_DIR "/usr/lib/python3/dist-packages/skimage/data"
+
 enum { CMD_TRAIN = 1, CMD_EVAL = 2, CMD_BENCH = 4, CMD_SUMMARY = 8 };
 
 /* Every subcommand's options (a field is used by the commands whose table
@@ -21,13 +24,22 @@ typedef struct {
     int no_augment, pad, interval, iters, warmup, batches_per_iter, nesterov, profile, synthetic;
     int dp, sh, sw, mesh_size, train_samples, test_samples, memory_probe, step_epochs;
     int ckpt_every, ckpt_keep, flush_every, ckpt_sync;
+    int scale, patch, blocks, feats, eval_crop; /* edsr */
     long seed;
-    double lr, momentum, wd, gamma, warmup_epochs, bucket_mb, width, pos_weight;
+    double lr, momentum, wd, gamma, warmup_epochs, bucket_mb, width, pos_weight, res_scale;
 } cli_args_t;
 
-/* The table and the defaults (cli.c). */
+/* The table and the defaults (main.c).  optim, lr and wd default per model
+ * (cli_resolve): SGD 0.1 with decay 5e-4 for the classifiers, Adam 1e-4
+ * without decay for EDSR (the paper's). */
 extern const cli_opt_t loom_cli_options[];
 void cli_defaults(cli_args_t *a);
+void cli_resolve(cli_args_t *a);
+/* Nonzero for the EDSR models (edsr, edsr-paper). */
+int cli_is_edsr(const char *model);
+/* The EDSR of the options: the named configuration, with --blocks,
+ * --feats, --res-scale and --scale applied. LOOM_ERR_INVALID: not EDSR. */
+int cli_edsr_desc(const cli_args_t *a, loom_edsr_desc_t *d);
 
 /* The world this process runs in (main.c): rank, size, and whether this
  * rank prints (rank 0). */

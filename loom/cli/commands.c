@@ -31,10 +31,10 @@ int cli_eval(const cli_args_t *a, const cli_world_t *w)
             cli_usage_error("loom eval", stderr, "needs --load FILE");
         return 2;
     }
-    if (!strncmp(a->model, "mesh", 4)) {
+    if (!strncmp(a->model, "mesh", 4) || cli_is_edsr(a->model)) {
         if (w->rank == 0)
             cli_usage_error("loom eval", stderr, "evaluates ResNets on Fashion-MNIST (the mesh "
-                            "model's test metrics are part of loom train)");
+                            "model's and EDSR's test metrics are part of loom train)");
         return 2;
     }
     loom_set_threads(cli_threads(a));
@@ -111,10 +111,21 @@ int cli_bench(const cli_args_t *a, const cli_world_t *w)
     weft_comm_t comm = NULL;
     int32_t *labels = NULL;
     double *rates = NULL;
-    int batch = a->batch > 0 ? a->batch : 32, image = a->image > 0 ? a->image : 224;
+    float *target = NULL;
+    int sr = cli_is_edsr(a->model);
+    int batch = a->batch > 0 ? a->batch : sr ? 16 : 32, image = a->image > 0 ? a->image : 224;
     int channels = a->channels > 0 ? a->channels : 3, classes = a->classes > 0 ? a->classes : 1000;
     int threads = cli_threads(a);
-    if (!a->synthetic) {
+    loom_edsr_desc_t ed;
+    if (sr) { /* random LR patches and HR targets: always synthetic */
+        if (cli_edsr_desc(a, &ed) < 0) {
+            if (w->rank == 0)
+                cli_usage_error("loom bench", stderr, "%s", loom_last_error());
+            return 2;
+        }
+        image = a->patch;
+        channels = 3;
+    } else if (!a->synthetic) {
         if (w->rank == 0)
             cli_usage_error("loom bench", stderr, "runs on synthetic data only: add --synthetic");
         return 2;
@@ -130,8 +141,10 @@ int cli_bench(const cli_args_t *a, const cli_world_t *w)
         loom_weft_error(ws, "weft_comm_create");
         return cli_fail(w, "setup");
     }
-    if (loom_resnet_create(&m, a->model, (loom_shape_t){batch, channels, image, image}, classes,
-                           (uint64_t)a->seed) < 0) {
+    if ((sr ? loom_edsr_create(&m, a->model, &ed, (loom_shape_t){batch, 3, image, image},
+                               (uint64_t)a->seed)
+            : loom_resnet_create(&m, a->model, (loom_shape_t){batch, channels, image, image},
+                                 classes, (uint64_t)a->seed)) < 0) {
         rc = cli_fail(w, "cannot build the model");
         goto out;
     }
@@ -140,6 +153,11 @@ int cli_bench(const cli_args_t *a, const cli_world_t *w)
                              .seed = (uint64_t)a->seed + (uint64_t)w->rank};
     loom_optim_desc_t od = LOOM_OPTIM_DESC_INIT;
     od.lr = 0.01f;
+    if (sr) { /* EDSR's optimiser */
+        od.kind = LOOM_ADAM;
+        od.lr = 1e-4f;
+        od.weight_decay = 0.0f;
+    }
     loom_dp_desc_t pd = LOOM_DP_DESC_INIT;
     pd.comm = comm;
     pd.mode = !strcmp(a->dp_mode, "blocking") ? LOOM_DP_BLOCKING : LOOM_DP_OVERLAP;
@@ -152,12 +170,26 @@ int cli_bench(const cli_args_t *a, const cli_world_t *w)
     }
     labels = malloc(sizeof(int32_t) * (size_t)batch);
     rates = calloc((size_t)a->iters, sizeof(double));
-    if (!labels || !rates) {
+    loom_shape_t os = loom_model_output_shape(m);
+    if (sr && (target = malloc(sizeof(float) * loom_shape_count(os)))) {
+        /* one random batch, in the [-0.5, 0.5) range of the trainer's data */
+        loom_rng_t g;
+        loom_rng_seed(&g, (uint64_t)a->seed + 31 * (uint64_t)w->rank);
+        for (size_t i = 0; i < loom_shape_count(os); i++)
+            target[i] = loom_rng_uniform(&g) - 0.5f;
+        float *x = loom_model_input(m);
+        for (size_t i = 0; i < loom_shape_count(loom_model_input_shape(m)); i++)
+            x[i] = loom_rng_uniform(&g) - 0.5f;
+    }
+    if (!labels || !rates || (sr && !target)) {
         loom_error(LOOM_ERR_NOMEM, "out of memory");
         rc = cli_fail(w, "setup");
         goto out;
     }
     if (w->rank == 0) {
+        if (sr)
+            printf("EDSR: %d blocks, %d features, x%d, residual scaling %g; L1 loss, Adam\n",
+                   ed.blocks, ed.feats, ed.scale, ed.res_scale);
         printf("Model: %s\nBatch size: %d\nImage: %dx%dx%d\nThreads: %d\nNumber of ranks: %d\n"
                "FLOPs per sample (fwd): %.3f G\n", a->model, batch, channels, image, image, threads,
                w->size, loom_model_flops(m) * 1e-9);
@@ -165,7 +197,6 @@ int cli_bench(const cli_args_t *a, const cli_world_t *w)
         fflush(stdout);
     }
     loom_loader_start_epoch(ld, 0);
-    loom_shape_t os = loom_model_output_shape(m);
     for (int it = -a->warmup; it < a->iters; it++) {
         if (it == 0) {
             if (a->profile) {
@@ -179,12 +210,16 @@ int cli_bench(const cli_args_t *a, const cli_world_t *w)
         }
         double t0 = loom_now();
         for (int b = 0; b < a->batches_per_iter; b++) {
-            int n = loom_loader_next(ld, loom_model_input(m), labels);
+            int n = sr ? batch : loom_loader_next(ld, loom_model_input(m), labels);
             if (n <= 0 || loom_model_forward(m, n, 1) < 0) {
                 rc = cli_fail(w, "forward");
                 goto out;
             }
-            loom_softmax_xent(n, os.c, loom_model_output(m), labels, loom_model_doutput(m), NULL);
+            if (sr)
+                loom_l1(loom_shape_count(os), loom_model_output(m), target, loom_model_doutput(m));
+            else
+                loom_softmax_xent(n, os.c, loom_model_output(m), labels, loom_model_doutput(m),
+                                  NULL);
             loom_model_zero_grad(m);
             if (loom_dp_begin(dp) < 0 || loom_model_backward(m, n) < 0 || loom_dp_finish(dp) < 0) {
                 rc = cli_fail(w, "backward");
@@ -224,6 +259,7 @@ int cli_bench(const cli_args_t *a, const cli_world_t *w)
     }
     rc = 0;
 out:
+    free(target);
     free(rates);
     free(labels);
     loom_dp_destroy(dp);
@@ -239,7 +275,11 @@ int cli_summary(const cli_args_t *a)
 {
     loom_model_t *m = NULL;
     int batch = a->batch > 0 ? a->batch : 1, st;
-    if (!strcmp(a->model, "mesh"))
+    loom_edsr_desc_t ed;
+    if (cli_is_edsr(a->model))
+        st = cli_edsr_desc(a, &ed) < 0 ? LOOM_ERR_INVALID
+             : loom_edsr_create(&m, a->model, &ed, (loom_shape_t){batch, 3, a->patch, a->patch}, 1);
+    else if (!strcmp(a->model, "mesh"))
         st = loom_mesh_model_create(&m, (loom_shape_t){batch, LOOM_MESH_CHANNELS, a->mesh_size,
                                                        a->mesh_size}, (float)a->width, 1);
     else

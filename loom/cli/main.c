@@ -30,7 +30,8 @@
 #define G_MESH "Mesh model (--model mesh)"
 #define G_CKPT "Checkpoints"
 #define G_BENCH "Benchmark"
-#define MODELS "resnet8|resnet20|resnet32|resnet(6k+2)|resnet18|resnet34|resnet50|mesh"
+#define G_SR "Super-resolution (--model edsr | edsr-paper)"
+#define MODELS "resnet8|resnet20|resnet32|resnet(6k+2)|resnet18|resnet34|resnet50|mesh|edsr|edsr-paper"
 
 const cli_opt_t loom_cli_options[] = {
     {"model", CLI_STR, F(model), 0, 0, 0, NULL, ALL, "NAME", MODELS " (default resnet20)", G_COMMON},
@@ -45,7 +46,8 @@ const cli_opt_t loom_cli_options[] = {
     {"synthetic", CLI_FLAG, F(synthetic), 0, 0, 0, NULL, T | B, NULL, "same as --data synthetic",
      G_COMMON},
     {"data-dir", CLI_STR, F(data_dir), 0, 0, 0, NULL, T | E, "DIR",
-     "IDX files (default " LOOM_FASHION_MNIST_DIR ")", G_COMMON},
+     "IDX files (default " LOOM_FASHION_MNIST_DIR "; edsr: the PNGs, default " CLI_SR_DIR ")",
+     G_COMMON},
     {"image", CLI_INT, F(image), 1, 4096, 0, NULL, T | B | S, "N",
      "synthetic image size (default 28; bench 224)", G_COMMON},
     {"channels", CLI_INT, F(channels), 1, 4096, 0, NULL, T | B | S, "N",
@@ -62,11 +64,13 @@ const cli_opt_t loom_cli_options[] = {
     {"epochs", CLI_INT, F(epochs), 1, 100000, 0, NULL, T, "N", "(default 10)", G_TRAIN},
     {"steps", CLI_INT, F(steps), 1, 1 << 30, 0, NULL, T, "N",
      "at most N steps per epoch (default: all)", G_TRAIN},
-    {"lr", CLI_NUM, F(lr), 0, 100, 0, NULL, T, "X", "base learning rate (default 0.1)", G_TRAIN},
-    {"optim", CLI_CHOICE, F(optim), 0, 0, 0, "sgd|adam", T, "NAME", "sgd (default) or adam", G_TRAIN},
+    {"lr", CLI_NUM, F(lr), 0, 100, 0, NULL, T, "X", "base learning rate (default 0.1; edsr 1e-4)",
+     G_TRAIN},
+    {"optim", CLI_CHOICE, F(optim), 0, 0, 0, "sgd|adam", T, "NAME",
+     "sgd (default) or adam (edsr's default)", G_TRAIN},
     {"momentum", CLI_NUM, F(momentum), 0, 0.999999, 0, NULL, T, "X", "(default 0.9)", G_TRAIN},
     {"nesterov", CLI_FLAG, F(nesterov), 0, 0, 0, NULL, T, NULL, "Nesterov momentum", G_TRAIN},
-    {"wd", CLI_NUM, F(wd), 0, 1, 0, NULL, T, "X", "weight decay on conv/fc weights (default 5e-4)",
+    {"wd", CLI_NUM, F(wd), 0, 1, 0, NULL, T, "X", "weight decay on conv/fc weights (default 5e-4; edsr 0)",
      G_TRAIN},
     {"schedule", CLI_CHOICE, F(schedule), 0, 0, 0, "const|step|cosine", T, "S",
      "const|step|cosine (default cosine)", G_TRAIN},
@@ -125,6 +129,19 @@ const cli_opt_t loom_cli_options[] = {
     {"resume", CLI_STR, F(resume), 0, 0, 0, NULL, T, "DIR",
      "continue the run from DIR's newest complete checkpoint", G_CKPT},
 
+    {"scale", CLI_INT, F(scale), 2, 4, 0, NULL, T | B | S, "N", "upscaling factor 2, 3 or 4 (default 2)",
+     G_SR},
+    {"patch", CLI_INT, F(patch), 4, 4096, 0, NULL, T | B | S, "N",
+     "low-resolution training patch side (default 48; high resolution: N*scale)", G_SR},
+    {"blocks", CLI_INT, F(blocks), 0, 1024, 0, NULL, T | B | S, "N",
+     "residual blocks (default: edsr 16, edsr-paper 32)", G_SR},
+    {"feats", CLI_INT, F(feats), 1, 4096, 0, NULL, T | B | S, "N",
+     "features (default: edsr 64, edsr-paper 256)", G_SR},
+    {"res-scale", CLI_NUM, F(res_scale), 1e-6, 100, 0, NULL, T | B | S, "X",
+     "residual scaling (default: edsr 1, edsr-paper 0.1)", G_SR},
+    {"eval-crop", CLI_INT, F(eval_crop), 12, 4096, 0, NULL, T, "N",
+     "side of the centre crop of each held-out image evaluated (default 240)", G_SR},
+
     {"iters", CLI_INT, F(iters), 1, 1000000, 0, NULL, B, "N", "timed iterations (default 10)",
      G_BENCH},
     {"warmup", CLI_INT, F(warmup), 0, 1000000, 0, NULL, B, "N", "untimed iterations (default 2)",
@@ -135,14 +152,43 @@ const cli_opt_t loom_cli_options[] = {
 
 void cli_defaults(cli_args_t *a)
 {
-    *a = (cli_args_t){.model = "resnet20", .data = "fashion-mnist", .optim = "sgd",
+    *a = (cli_args_t){.model = "resnet20", .data = "fashion-mnist", .optim = NULL,
                       .schedule = "cosine", .dp_mode = "overlap", .batch = -1, .threads = -1,
                       .image = -1, .channels = -1, .classes = -1, .epochs = 10, .pad = 2,
                       .interval = 50, .iters = 10, .warmup = 2, .batches_per_iter = 1, .sh = 1,
                       .sw = 1, .mesh_size = 128, .train_samples = 64, .test_samples = 16,
-                      .step_epochs = 30, .ckpt_keep = 2, .flush_every = 4, .seed = 1, .lr = 0.1,
-                      .momentum = 0.9, .wd = 5e-4, .gamma = 0.1, .bucket_mb = 25, .width = 0.125,
+                      .step_epochs = 30, .ckpt_keep = 2, .flush_every = 4, .seed = 1, .lr = -1,
+                      .momentum = 0.9, .wd = -1, .scale = 2, .patch = 48, .blocks = -1,
+                      .feats = -1, .res_scale = -1, .eval_crop = 240, .gamma = 0.1, .bucket_mb = 25, .width = 0.125,
                       .pos_weight = 4};
+}
+
+int cli_is_edsr(const char *model) { return !strncmp(model, "edsr", 4); }
+
+void cli_resolve(cli_args_t *a)
+{
+    int sr = cli_is_edsr(a->model);
+    if (!a->optim)
+        a->optim = sr ? "adam" : "sgd";
+    if (a->lr < 0)
+        a->lr = sr ? 1e-4 : 0.1;
+    if (a->wd < 0)
+        a->wd = sr ? 0.0 : 5e-4;
+}
+
+int cli_edsr_desc(const cli_args_t *a, loom_edsr_desc_t *d)
+{
+    int st = loom_edsr_config(a->model, d);
+    if (st < 0)
+        return st;
+    d->scale = a->scale;
+    if (a->blocks >= 0)
+        d->blocks = a->blocks;
+    if (a->feats > 0)
+        d->feats = a->feats;
+    if (a->res_scale > 0)
+        d->res_scale = (float)a->res_scale;
+    return LOOM_OK;
 }
 
 static const char *top_usage =
@@ -150,7 +196,8 @@ static const char *top_usage =
     "       mpiexec -n P loom COMMAND [OPTIONS]   (P ranks, data parallel by default)\n"
     "\n"
     "Commands:\n"
-    "  train     train a model: ResNets on Fashion-MNIST or synthetic data, the mesh model;\n"
+    "  train     train a model: ResNets on Fashion-MNIST or synthetic data, the mesh model,\n"
+    "            EDSR super-resolution on photographs (PSNR against bicubic);\n"
     "            checkpoint/restart (--ckpt-dir, --resume)\n"
     "  eval      evaluate saved weights on the test set\n"
     "  bench     training throughput on synthetic data (Horovod-style Iter #k lines;\n"
@@ -165,6 +212,7 @@ static const char *top_usage =
     "  loom train --model resnet20 --epochs 8 --nesterov --save w.ckpt\n"
     "  mpiexec -n 2 loom train --model resnet20 --batch 64      (2 ranks, global batch 128)\n"
     "  mpiexec -n 4 loom train --model mesh --spatial 2x1      (2 sample groups x 2x1 split)\n"
+    "  mpiexec -n 4 loom train --model edsr --spatial 2x1      (EDSR x2, the same layout)\n"
     "  loom train --model resnet8 --ckpt-dir ck --ckpt-every 100; loom train ... --resume ck\n"
     "  mpiexec -n 2 loom bench --model resnet50 --synthetic\n";
 
@@ -177,6 +225,8 @@ static const char *synopsis(const char *cmd)
                "  Ends with one line: final: test_accuracy=A test_loss=L images_per_s=R "
                "comm_wait_share=S\n"
                "  (mesh: final: pixel_precision=A pixel_recall=B test_loss=L images_per_s=R "
+               "comm_wait_share=S)\n"
+               "  (edsr: final: psnr_y=P psnr_bicubic=Q psnr_gain=G test_l1=L images_per_s=R "
                "comm_wait_share=S)";
     if (!strcmp(cmd, "eval"))
         return "[mpiexec -n P] loom eval --model NAME --load FILE [OPTIONS]\n"
@@ -273,6 +323,7 @@ int main(int argc, char **argv)
     }
     int rc = cli_parse(loom_cli_options, bit, prog, synopsis(cmd), version, argc - 1, argv + 1, &a,
                        w.rank == 0);
+    cli_resolve(&a);
     if (rc == 1)
         rc = 0;
     else if (rc == 0)

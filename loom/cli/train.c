@@ -71,6 +71,17 @@ struct run {
     int *order;
     float *tgt;
     double norm;
+    /* edsr */
+    int sr;
+    loom_edsr_desc_t ed;
+    int ntr, nheld;
+    loom_image_t *hr, *lr;     /* training photographs (cropped to a multiple of the scale), LR */
+    loom_image_t *hhr, *hlr;   /* held-out photographs */
+    loom_model_t *em;          /* evaluation copy: batch 1, the centre crop */
+    int P, p, E;               /* HR and LR patch sides, HR evaluation crop */
+    int oy, ox, th, tw;        /* this rank's LR tile of a patch */
+    int ep;                    /* the epoch being trained (the patch draws) */
+    float *hrt, *ebuf;         /* HR target tiles; evaluation scratch */
 };
 
 /* A failure every rank sees alike (bad arguments, mismatched layout or
@@ -500,6 +511,242 @@ static int mesh_setup(run_t *r, int *rc)
     return 0;
 }
 
+/* ---------------------------------------------------------------- edsr */
+/* Training and held-out photographs of python3-skimage (doc/loom.md says why
+ * these): colour and grey photographs of natural scenes; the grey ones are
+ * replicated to RGB.  Synthetic and drawn images (text, logos, phantoms,
+ * checkerboards) are left out. */
+static const char *const sr_train_names[] = {"astronaut", "coffee", "motorcycle_left",
+                                             "motorcycle_right", "ihc", "brick", "grass",
+                                             "gravel", "moon", "coins"};
+static const char *const sr_held_names[] = {"chelsea", "camera"};
+#define NTRAIN ((int)(sizeof sr_train_names / sizeof *sr_train_names))
+#define NHELD ((int)(sizeof sr_held_names / sizeof *sr_held_names))
+
+/* Loads dir/name.png cropped to a multiple of S, and its bicubic LR. */
+static int sr_load(const char *dir, const char *name, int S, loom_image_t *hr, loom_image_t *lr)
+{
+    char path[4096];
+    loom_image_t im;
+    snprintf(path, sizeof path, "%s/%s.png", dir, name);
+    int st = loom_png_load(&im, path);
+    if (st < 0)
+        return st;
+    int h = im.h - im.h % S, w = im.w - im.w % S;
+    hr->c = lr->c = 3;
+    hr->h = h;
+    hr->w = w;
+    lr->h = h / S;
+    lr->w = w / S;
+    hr->data = malloc(sizeof(float) * 3 * (size_t)h * w);
+    lr->data = malloc(sizeof(float) * 3 * (size_t)lr->h * lr->w);
+    if (!hr->data || !lr->data) {
+        loom_image_free(&im);
+        return loom_error(LOOM_ERR_NOMEM, "%s: out of memory", path);
+    }
+    for (int c = 0; c < 3; c++)
+        for (int y = 0; y < h; y++)
+            memcpy(hr->data + ((size_t)c * h + y) * w, im.data + ((size_t)c * im.h + y) * im.w,
+                   sizeof(float) * (size_t)w);
+    loom_image_free(&im);
+    loom_resize_bicubic(3, h, w, hr->data, lr->h, lr->w, lr->data, 1);
+    return isfinite(lr->data[0]) ? LOOM_OK : loom_error(LOOM_ERR_NOMEM, "resize: out of memory");
+}
+
+static int sr_start(run_t *r, int ep, int first)
+{
+    (void)first; /* the draws depend on (seed, epoch, batch) only */
+    r->ep = ep;
+    return LOOM_OK;
+}
+
+/* Source pixel of patch pixel (i, j) of side n under augmentation t (bit 2:
+ * transpose, bit 0: mirror left-right, bit 1: upside down). */
+static void sr_tf(int t, int n, int i, int j, int *si, int *sj)
+{
+    if (t & 4) {
+        int k = i;
+        i = j;
+        j = k;
+    }
+    if (t & 1)
+        j = n - 1 - j;
+    if (t & 2)
+        i = n - 1 - i;
+    *si = i;
+    *sj = j;
+}
+
+/* Batch bi: the D*B patches of the global batch are drawn from (seed, epoch,
+ * bi) by every rank alike; this rank copies its group's B, its tile of each
+ * (LR input, HR target), centred on 0 (x - 0.5). */
+static int sr_forward_loss(run_t *r, int bi, double iv[STATS])
+{
+    const cli_args_t *a = r->a;
+    int B = r->batch, G = B * r->D, S = r->ed.scale, p = r->p, st;
+    loom_rng_t g;
+    loom_rng_seed(&g, (uint64_t)a->seed * 0x9E3779B97F4A7C15ull +
+                          (uint64_t)r->ep * 0xBF58476D1CE4E5B9ull + (uint64_t)bi);
+    float *x = loom_model_input(r->m);
+    int th = r->th, tw = r->tw, Th = th * S, Tw = tw * S;
+    for (int k = 0; k < G; k++) {
+        int im = (int)loom_rng_below(&g, (uint32_t)r->ntr);
+        const loom_image_t *L = &r->lr[im], *H = &r->hr[im];
+        int y = (int)loom_rng_below(&g, (uint32_t)(L->h - p + 1));
+        int xx = (int)loom_rng_below(&g, (uint32_t)(L->w - p + 1));
+        int t = (int)loom_rng_below(&g, 8);
+        if (a->no_augment)
+            t = 0;
+        int b = k - r->lay.group * B;
+        if (b < 0 || b >= B)
+            continue;
+        for (int c = 0; c < 3; c++) {
+            for (int i = 0; i < th; i++)
+                for (int j = 0; j < tw; j++) {
+                    int si, sj;
+                    sr_tf(t, p, i + r->oy, j + r->ox, &si, &sj);
+                    x[(((size_t)b * 3 + c) * th + i) * tw + j] =
+                        L->data[((size_t)c * L->h + y + si) * L->w + xx + sj] - 0.5f;
+                }
+            for (int i = 0; i < Th; i++)
+                for (int j = 0; j < Tw; j++) {
+                    int si, sj;
+                    sr_tf(t, r->P, i + S * r->oy, j + S * r->ox, &si, &sj);
+                    r->hrt[(((size_t)b * 3 + c) * Th + i) * Tw + j] =
+                        H->data[((size_t)c * H->h + S * y + si) * H->w + S * xx + sj] - 0.5f;
+                }
+        }
+    }
+    if ((st = fwd(r, B, 1)) < 0)
+        return st;
+    /* L1 over the group's whole HR patches: the tiles' gradients are parts
+     * of one mean (the spatial ranks' weight gradients are summed) */
+    size_t n = (size_t)B * 3 * Th * Tw;
+    double norm = (double)B * 3 * r->P * r->P, sum = 0.0;
+    const float *y = loom_model_output(r->m);
+    float *dy = loom_model_doutput(r->m), gpos = (float)(1.0 / norm);
+    for (size_t i = 0; i < n; i++) {
+        float d = y[i] - r->hrt[i];
+        sum += fabs((double)d);
+        dy[i] = d > 0.0f ? gpos : d < 0.0f ? -gpos : 0.0f;
+    }
+    if (!isfinite(sum))
+        return loom_error(LOOM_ERR_INVALID, "L1 loss is %f: diverged (lower --lr?)", sum);
+    iv[0] += sum;
+    iv[1] += (double)n;
+    return LOOM_OK;
+}
+
+/* Held-out image k (k % P == this rank): the centre E x E crop (aligned to
+ * the scale) of the HR image and the matching LR crop; EDSR (the evaluation
+ * copy, with the trained weights) and bicubic upscaling of the same LR
+ * crop, PSNR on Y with a border of `scale` pixels. v: psnr, psnr_bicubic,
+ * images, l1. */
+static int sr_evaluate(run_t *r, double v[STATS])
+{
+    int S = r->ed.scale, E = r->E, e = E / S, st;
+    memcpy(loom_model_params(r->em), loom_model_params(r->m),
+           sizeof(float) * loom_model_param_count(r->m));
+    float *hc = r->ebuf, *bic = hc + 3 * (size_t)E * E, *sr = bic + 3 * (size_t)E * E;
+    for (int k = r->w->rank; k < r->nheld; k += r->w->size) {
+        const loom_image_t *H = &r->hhr[k], *L = &r->hlr[k];
+        int y0 = (H->h - E) / 2 / S * S, x0 = (H->w - E) / 2 / S * S;
+        float *in = loom_model_input(r->em);
+        for (int c = 0; c < 3; c++) {
+            for (int i = 0; i < E; i++)
+                memcpy(hc + ((size_t)c * E + i) * E, H->data + ((size_t)c * H->h + y0 + i) * H->w + x0,
+                       sizeof(float) * (size_t)E);
+            for (int i = 0; i < e; i++)
+                memcpy(in + ((size_t)c * e + i) * e,
+                       L->data + ((size_t)c * L->h + y0 / S + i) * L->w + x0 / S,
+                       sizeof(float) * (size_t)e);
+        }
+        loom_resize_bicubic(3, e, e, in, E, E, bic, 1);
+        for (size_t i = 0; i < 3 * (size_t)e * e; i++)
+            in[i] -= 0.5f;
+        if ((st = loom_model_forward(r->em, 1, 0)) < 0)
+            return st;
+        const float *out = loom_model_output(r->em);
+        double l1 = 0.0;
+        for (size_t i = 0; i < 3 * (size_t)E * E; i++) {
+            sr[i] = out[i] + 0.5f;
+            l1 += fabs((double)sr[i] - hc[i]);
+        }
+        v[0] += loom_psnr_y(E, E, sr, hc, S, NULL);
+        v[1] += loom_psnr_y(E, E, bic, hc, S, NULL);
+        v[2] += 1.0;
+        v[3] += l1 / (3.0 * E * E);
+    }
+    return sum_world(r, v, STATS);
+}
+
+static int sr_setup(run_t *r)
+{
+    const cli_args_t *a = r->a;
+    int B = r->batch, st;
+    if (cli_edsr_desc(a, &r->ed) < 0)
+        return usage(r, "%s", loom_last_error());
+    int S = r->ed.scale, p = a->patch;
+    if (p < a->sh || p < a->sw)
+        return usage(r, "--patch must have at least one row and column per rank of --spatial%s", "");
+    r->p = p;
+    r->P = p * S;
+    loom_spatial_split(p, a->sh, 1, r->lay.spatial_rank / a->sw, &r->oy, &r->th);
+    loom_spatial_split(p, a->sw, 1, r->lay.spatial_rank % a->sw, &r->ox, &r->tw);
+    const char *dir = a->data_dir ? a->data_dir : CLI_SR_DIR;
+    r->ntr = NTRAIN;
+    r->nheld = NHELD;
+    r->hr = calloc(NTRAIN, sizeof *r->hr);
+    r->lr = calloc(NTRAIN, sizeof *r->lr);
+    r->hhr = calloc(NHELD, sizeof *r->hhr);
+    r->hlr = calloc(NHELD, sizeof *r->hlr);
+    if (!r->hr || !r->lr || !r->hhr || !r->hlr) {
+        loom_error(LOOM_ERR_NOMEM, "out of memory");
+        return fail(r, "setup");
+    }
+    double t0 = loom_now();
+    int E = a->eval_crop - a->eval_crop % S;
+    for (int i = 0; i < NTRAIN + NHELD; i++) {
+        int held = i >= NTRAIN;
+        loom_image_t *H = held ? &r->hhr[i - NTRAIN] : &r->hr[i], *L = held ? &r->hlr[i - NTRAIN]
+                                                                         : &r->lr[i];
+        const char *name = held ? sr_held_names[i - NTRAIN] : sr_train_names[i];
+        if (sr_load(dir, name, S, H, L) < 0)
+            return fail(r, "cannot load the photographs (scripts/deps.sh installs python3-skimage)");
+        if (!held && (L->h < p || L->w < p))
+            return usage(r, "--patch is larger than a training photograph (%s)", name);
+        int side = (H->h < H->w ? H->h : H->w) / S * S;
+        if (held && side < E)
+            E = side;
+    }
+    r->E = E;
+    if ((st = loom_edsr_create(&r->m, a->model, &r->ed, (loom_shape_t){B, 3, r->th, r->tw},
+                               (uint64_t)a->seed)) < 0 ||
+        (st = loom_edsr_create(&r->em, a->model, &r->ed, (loom_shape_t){1, 3, E / S, E / S},
+                               (uint64_t)a->seed)) < 0)
+        return fail(r, "cannot build the model");
+    if (a->sh * a->sw > 1 && loom_spatial_create(&r->sp, r->m, r->lay.spatial, a->sh, a->sw, r->oy,
+                                                 r->ox, p, p) < 0)
+        return fail(r, "cannot split the model");
+    r->hrt = malloc(sizeof(float) * 3 * (size_t)B * r->th * S * r->tw * S);
+    r->ebuf = malloc(sizeof(float) * 9 * (size_t)E * E);
+    if (!r->hrt || !r->ebuf) {
+        loom_error(LOOM_ERR_NOMEM, "out of memory");
+        return fail(r, "setup");
+    }
+    r->t.steps = a->steps > 0 ? a->steps : 100;
+    r->t.start_epoch = sr_start;
+    r->t.forward_loss = sr_forward_loss;
+    r->t.evaluate = sr_evaluate;
+    if (r->w->rank == 0) {
+        printf("# data: %d training photographs, %d held out (%s/{chelsea,camera}.png, centre "
+               "%dx%d crops), x%d bicubic (antialiased, MATLAB imresize), %dx%d LR patches; loaded "
+               "in %.1f s\n", NTRAIN, NHELD, dir, E, E, S, p, p, loom_now() - t0);
+        fflush(stdout);
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------- shared */
 static int setup_dp_optim(run_t *r, long total_steps, int nb)
 {
@@ -552,7 +799,12 @@ static void config_text(const run_t *r, char *s, size_t n)
                      a->gamma, a->warmup_epochs);
     if (k < 0 || (size_t)k >= n)
         return;
-    if (r->mesh)
+    if (r->sr)
+        snprintf(s + k, n - (size_t)k, " scale=%d patch=%d blocks=%d feats=%d res-scale=%.9g "
+                 "augment=%d data-dir=%s eval-crop=%d", r->ed.scale, r->p, r->ed.blocks,
+                 r->ed.feats, r->ed.res_scale, !a->no_augment, a->data_dir ? a->data_dir : "-",
+                 r->E);
+    else if (r->mesh)
         snprintf(s + k, n - (size_t)k, " mesh-size=%d width=%.9g train-samples=%d test-samples=%d "
                  "pos-weight=%.9g mesh-file=%s", a->mesh_size, a->width, a->train_samples,
                  a->test_samples, a->pos_weight, a->mesh_file ? a->mesh_file : "-");
@@ -568,7 +820,15 @@ static void print_interval(run_t *r, int ep, int bi, const double *v, float lr, 
     const cli_args_t *a = r->a;
     int nb = r->t.steps;
     double eta = ((double)nb * a->epochs - step) * (t_train / (step > 0 ? step : 1));
-    if (r->mesh) {
+    if (r->sr) {
+        double patches = v[1] / (3.0 * r->P * r->P); /* every rank's tiles together */
+        printf("epoch %d/%d step %d/%d l1 %.5f lr %.4g patches/s %.2f comm_wait %.1f%% eta %.0fs\n",
+               ep + 1, a->epochs, bi, nb, v[0] / v[1], lr, patches / dt,
+               t_train > 0 ? 100.0 * t_wait / t_train : 0.0, eta);
+        if (r->mf)
+            fprintf(r->mf, "train,%d,%ld,%.6f,,,%.6g,%.2f,%.2f\n", ep + 1, step, v[0] / v[1], lr,
+                    patches / dt, loom_now() - t_start);
+    } else if (r->mesh) {
         double N2 = (double)a->mesh_size * a->mesh_size;
         double prec = v[1] + v[2] > 0 ? v[1] / (v[1] + v[2]) : 0.0;
         double rec = v[1] + v[3] > 0 ? v[1] / (v[1] + v[3]) : 0.0;
@@ -643,8 +903,9 @@ static int train_loop(run_t *r)
             return fail(r, "metrics");
         }
         if (ftell(r->mf) == 0)
-            fprintf(r->mf, r->mesh ? "kind,epoch,step,loss,precision,recall,lr,images_per_s,elapsed_s\n"
-                                   : "kind,epoch,step,loss,accuracy,lr,images_per_s,elapsed_s\n");
+            fprintf(r->mf, r->sr ? "kind,epoch,step,loss,psnr_y,psnr_bicubic,lr,images_per_s,elapsed_s\n"
+                           : r->mesh ? "kind,epoch,step,loss,precision,recall,lr,images_per_s,elapsed_s\n"
+                                     : "kind,epoch,step,loss,accuracy,lr,images_per_s,elapsed_s\n");
     }
     long kill_step;
     int kill_rank;
@@ -695,7 +956,18 @@ static int train_loop(run_t *r)
             return fail(r, "evaluation");
         if (rank == 0) {
             double secs = loom_now() - te0;
-            if (r->mesh) {
+            if (r->sr) {
+                double ps = test[2] > 0 ? test[0] / test[2] : 0, pb = test[2] > 0 ? test[1] / test[2] : 0;
+                printf("epoch %d/%d test_l1 %.5f psnr_y %.3f dB bicubic %.3f dB gain %+.3f dB (eval "
+                       "%.1fs, elapsed %.0fs)\n", ep + 1, a->epochs,
+                       test[2] > 0 ? test[3] / test[2] : 0, ps, pb, ps - pb, secs,
+                       loom_now() - t_start);
+                if (r->mf)
+                    fprintf(r->mf, "test,%d,%ld,%.6f,%.4f,%.4f,%.6g,%.2f,%.2f\n", ep + 1, step,
+                            test[2] > 0 ? test[3] / test[2] : 0, ps, pb,
+                            (double)loom_optim_lr(r->opt), t_train > 0 ? images / t_train : 0.0,
+                            loom_now() - t_start);
+            } else if (r->mesh) {
                 double prec = test[1] + test[2] > 0 ? test[1] / (test[1] + test[2]) : 0.0;
                 double rec = test[1] + test[3] > 0 ? test[1] / (test[1] + test[3]) : 0.0;
                 printf("epoch %d/%d test_loss %.4f pixel_precision %.3f pixel_recall %.3f (eval "
@@ -745,7 +1017,13 @@ static int train_loop(run_t *r)
     }
     double ips = t_train > 0 ? images / t_train : 0.0, share = t_train > 0 ? t_wait / t_train : 0.0;
     if (rank == 0) {
-        if (r->mesh)
+        if (r->sr)
+            printf("final: psnr_y=%.3f psnr_bicubic=%.3f psnr_gain=%.3f test_l1=%.5f "
+                   "images_per_s=%.2f comm_wait_share=%.3f\n",
+                   test[2] > 0 ? test[0] / test[2] : 0.0, test[2] > 0 ? test[1] / test[2] : 0.0,
+                   test[2] > 0 ? (test[0] - test[1]) / test[2] : 0.0,
+                   test[2] > 0 ? test[3] / test[2] : 0.0, ips, share);
+        else if (r->mesh)
             printf("final: pixel_precision=%.4f pixel_recall=%.4f test_loss=%.4f images_per_s=%.2f "
                    "comm_wait_share=%.3f\n",
                    test[1] + test[2] > 0 ? test[1] / (test[1] + test[2]) : 0.0,
@@ -790,6 +1068,21 @@ static void teardown(run_t *r)
     free(r->te.y);
     free(r->order);
     free(r->tgt);
+    for (int i = 0; r->hr && i < r->ntr; i++) {
+        loom_image_free(&r->hr[i]);
+        loom_image_free(&r->lr[i]);
+    }
+    for (int i = 0; r->hhr && i < r->nheld; i++) {
+        loom_image_free(&r->hhr[i]);
+        loom_image_free(&r->hlr[i]);
+    }
+    free(r->hr);
+    free(r->lr);
+    free(r->hhr);
+    free(r->hlr);
+    free(r->hrt);
+    free(r->ebuf);
+    loom_model_destroy(r->em);
     if (r->have_lay)
         loom_layout_destroy(&r->lay);
 }
@@ -801,13 +1094,16 @@ int cli_train(const cli_args_t *a, const cli_world_t *w)
     r.a = a;
     r.w = w;
     r.mesh = !strcmp(a->model, "mesh");
+    r.sr = cli_is_edsr(a->model);
     r.synthetic = a->synthetic || !strcmp(a->data, "synthetic");
-    r.batch = a->batch > 0 ? a->batch : r.mesh ? 4 : 128;
+    r.batch = a->batch > 0 ? a->batch : r.mesh ? 4 : r.sr ? 16 : 128;
     r.threads = cli_threads(a);
     int rc = 1, S = a->sh * a->sw;
-    if (!r.mesh && S > 1)
-        return usage(&r, "--spatial splits the mesh model only (model '%s' is data parallel)",
-                     a->model);
+    if (!r.mesh && !r.sr && S > 1)
+        return usage(&r, "--spatial splits the mesh and EDSR models only (model '%s' is data "
+                     "parallel)", a->model);
+    if (r.sr && r.synthetic)
+        return usage(&r, "EDSR trains on photographs (--data-dir), not on synthetic data%s", "");
     if (!r.mesh && a->memory_probe)
         return usage(&r, "--memory-probe measures the mesh model only (got '%s')", a->model);
     if (!a->ckpt_dir && (a->ckpt_every || a->flush_dir || a->ckpt_sync))
@@ -831,6 +1127,9 @@ int cli_train(const cli_args_t *a, const cli_world_t *w)
             rc = st < 0 ? pre : st;
             goto out;
         }
+    } else if (r.sr) {
+        if ((rc = sr_setup(&r)) != 0)
+            goto out;
     } else if ((rc = resnet_setup(&r)) != 0) {
         goto out;
     }
@@ -857,7 +1156,7 @@ int cli_train(const cli_args_t *a, const cli_world_t *w)
         printf("# loom train: model %s, %s, %zu parameters, %.1f MFLOPs/sample; %d ranks = %d "
                "sample groups x spatial %dx%d; batch %d per group (%d global); %d steps/epoch, %d "
                "epochs; dp-mode %s, %d buckets of <= %g MiB; %d threads per rank\n",
-               a->model, r.mesh ? "generated meshes" : r.synthetic ? "synthetic" : "fashion-mnist",
+               a->model, r.mesh ? "generated meshes" : r.sr ? "photographs" : r.synthetic ? "synthetic" : "fashion-mnist",
                loom_model_param_count(r.m), loom_model_flops(r.m) * 1e-6 * S, w->size, r.D, a->sh,
                a->sw, r.batch, r.batch * r.D, nb, a->epochs, a->dp_mode,
                loom_dp_num_buckets(r.dp), a->bucket_mb, r.threads);

@@ -153,6 +153,11 @@ void loom_fc_backward(int n, int in, int out, const float *x, const float *weigh
 /* Residual add y = a + b (y may alias a). */
 void loom_add_forward(size_t n, const float *a, const float *b, float *y);
 
+/* Scale by a constant y = alpha * x (EDSR's residual scaling); y may equal
+ * x.  Backward dx = alpha * dy (dx may equal dy).  Any thread. */
+void loom_scale_forward(size_t n, float alpha, const float *x, float *y);
+void loom_scale_backward(size_t n, float alpha, const float *dy, float *dx, int accum_dx);
+
 /* Dropout with probability p (inverted: kept values scaled by 1/(1-p)).
  * mask receives the per-element scale (0 or 1/(1-p)). */
 void loom_dropout_forward(size_t n, float p, loom_rng_t *rng, const float *x,
@@ -185,6 +190,7 @@ typedef enum {
     LOOM_OP_DROPOUT,
     LOOM_OP_PIXEL_SHUFFLE,
     LOOM_OP_SIGMOID,
+    LOOM_OP_SCALE,
     LOOM_OP_COUNT_
 } loom_op_type_t;
 const char *loom_op_name(loom_op_type_t t);
@@ -216,6 +222,9 @@ int loom_add_fc(loom_model_t *m, const char *name, int x, int out);
 int loom_add_add(loom_model_t *m, const char *name, int a, int b);
 int loom_add_dropout(loom_model_t *m, const char *name, int x, float p);
 int loom_add_pixel_shuffle(loom_model_t *m, const char *name, int x, int r);
+/* y = alpha * x, in place when possible (like relu); no parameters.  Thread:
+ * the model's, like every builder call. */
+int loom_add_scale(loom_model_t *m, const char *name, int x, float alpha);
 /* Ends building: marks the output, allocates parameters and activations for
  * the input batch size, and initialises weights from seed. */
 int loom_model_finish(loom_model_t *m, int output, uint64_t seed);
@@ -263,7 +272,7 @@ typedef struct {
     loom_conv_desc_t conv;
     loom_pool_desc_t pool;
     loom_bn_desc_t bn;
-    float p;
+    float p;                    /* dropout probability; scale: alpha */
     int r;
     loom_param_t *weight, *bias; /* NULL: none (batch norm: gamma, beta) */
     float *running_mean, *running_var;
@@ -294,6 +303,31 @@ void loom_model_profile_reset(loom_model_t *m);
  * or 32x32 inputs).  input: [batch, channels, h, w]. */
 int loom_resnet_create(loom_model_t **out, const char *name, loom_shape_t input,
                        int classes, uint64_t seed);
+
+/* ------------------------------------------------------------------ edsr */
+/* EDSR (Lim et al. 2017): a 3x3 head convolution to `feats` channels,
+ * `blocks` residual blocks (conv-relu-conv, output scaled by res_scale,
+ * added to the block input; no batch norm), a 3x3 body convolution added to
+ * the head's output (global skip), the upsampler (3x3 conv to 4*feats
+ * channels + pixel shuffle 2, once for x2 and twice for x4; 9*feats + pixel
+ * shuffle 3 for x3) and a 3x3 tail convolution to the input's channels.
+ * Every convolution is 3x3, stride 1, pad 1, with bias.  res_scale 1 adds
+ * no scaling layer.  input: [batch, channels, h, w] (low resolution); the
+ * output is [batch, channels, scale*h, scale*w].  Names: "edsr" is the
+ * paper's baseline (16 blocks, 64 features, res_scale 1), "edsr-paper" the
+ * paper's large model (32, 256, 0.1): loom_edsr_config fills them. */
+typedef struct {
+    int blocks, feats, scale;
+    float res_scale;
+} loom_edsr_desc_t;
+/* Known name: fills d (scale 2) and returns LOOM_OK; else LOOM_ERR_INVALID.
+ * Any thread. */
+int loom_edsr_config(const char *name, loom_edsr_desc_t *d);
+/* Builds and finishes the model (weights uniform in +-1/sqrt(fan_in), from
+ * seed); *out set only on success.  Any thread (the new model is the
+ * caller's). */
+int loom_edsr_create(loom_model_t **out, const char *name, const loom_edsr_desc_t *d,
+                     loom_shape_t input, uint64_t seed);
 
 /* ----------------------------------------------------------- optimisers */
 typedef enum { LOOM_SGD, LOOM_ADAM } loom_optim_kind_t;
@@ -381,6 +415,33 @@ int loom_loader_start_epoch_at(loom_loader_t *l, int epoch, int first);
 /* Copies the next batch into x and labels; returns its size, 0 at epoch end,
  * or a negative status. */
 int loom_loader_next(loom_loader_t *l, float *x, int32_t *labels);
+
+/* ------------------------------------------------- super-resolution data */
+/* A float image, planes [c][h][w], values in [0, 1]. */
+typedef struct {
+    int c, h, w;
+    float *data;
+} loom_image_t;
+
+/* Reads a PNG (8 or 16 bits; gray, gray+alpha, palette, RGB, RGBA) as 3
+ * planes in [0, 1]: gray replicated to RGB, alpha dropped.  LOOM_ERR_IO if
+ * unreadable, LOOM_ERR_FORMAT if not a PNG.  Any thread (one image each). */
+int loom_png_load(loom_image_t *img, const char *path);
+void loom_image_free(loom_image_t *img);
+
+/* Bicubic resize of c planes [c][h][w] to [c][ho][wo]: Keys' cubic (a =
+ * -0.5) with symmetric (mirrored) borders, the same sampling grid as
+ * MATLAB's imresize; antialias nonzero widens the kernel by 1/scale when
+ * shrinking (what imresize does by default).  No clamping.  Any thread. */
+void loom_resize_bicubic(int c, int h, int w, const float *x, int ho, int wo, float *y,
+                         int antialias);
+
+/* PSNR in dB on the luma of two RGB images [3][h][w] in [0, 1] (ITU-R
+ * BT.601: Y = 16 + 65.481 R + 128.553 G + 24.966 B, peak 255), each value
+ * clamped to [0, 1] and rounded to 8 bits first (as when saved), with
+ * `border` pixels cropped on every side.  Returns the mean squared error
+ * of Y through *mse when mse is not NULL; infinity for identical images. */
+double loom_psnr_y(int h, int w, const float *a, const float *b, int border, double *mse);
 
 /* ------------------------------------------------------------- checkpoint */
 /* Binary format (little-endian), see doc/loom.md:

@@ -39,13 +39,14 @@ double loom__sum_sq_dev(const float *x, size_t n, float m);
 void loom__sum_dy_dyx(const float *g, const float *x, size_t n, float m, double *sg, double *sgx);
 
 /* Backward of the layers with no parameters and no neighbourhood (relu,
- * sigmoid, add, pixel shuffle), shared by the single-process and the spatial
- * executors: `is` is the input shape at the batch run, in/accum the layer's
- * inputs and whether their gradients are added to, dx (NULL: not needed)
+ * sigmoid, add, pixel shuffle, scale), shared by the single-process and the
+ * spatial executors: `is` is the input shape at the batch run, in/accum the
+ * layer's inputs and whether their gradients are added to, r the shuffle
+ * factor, alpha the scale, dx (NULL: not needed)
  * the first input's gradient. Returns 1 if `type` is one of them, 0 if not
  * (nothing done). Thread: the model's. */
 int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
-                         const int accum[2], loom_shape_t is, int r, const float *y,
-                         const float *dy, float *dx, int acc);
+                         const int accum[2], loom_shape_t is, int r, float alpha,
+                         const float *y, const float *dy, float *dx, int acc);
 
 #endif

@@ -546,3 +546,19 @@ void loom_pixel_shuffle_backward(loom_shape_t in, int r, const float *dy, float 
                             put(&xc[h * W + w], yc[(size_t)(h * r + i) * Wo + w * r + j], accum_dx);
                 }
 }
+
+void loom_scale_forward(size_t n, float alpha, const float *x, float *y)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = alpha * x[i];
+}
+
+void loom_scale_backward(size_t n, float alpha, const float *dy, float *dx, int accum_dx)
+{
+    if (accum_dx)
+        for (size_t i = 0; i < n; i++)
+            dx[i] += alpha * dy[i];
+    else
+        for (size_t i = 0; i < n; i++)
+            dx[i] = alpha * dy[i];
+}

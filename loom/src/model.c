@@ -85,7 +85,7 @@ struct loom_model {
 
 static const char *op_names[LOOM_OP_COUNT_] = {
     "conv", "batchnorm", "relu", "maxpool", "avgpool", "gap", "fc", "add", "dropout",
-    "pixel_shuffle", "sigmoid"};
+    "pixel_shuffle", "sigmoid", "scale"};
 
 const char *loom_op_name(loom_op_type_t t)
 {
@@ -403,6 +403,20 @@ int loom_add_pixel_shuffle(loom_model_t *m, const char *name, int x, int r)
     return m->ops[oi].out;
 }
 
+int loom_add_scale(loom_model_t *m, const char *name, int x, float alpha)
+{
+    int st = check_act(m, x, "scale");
+    if (st < 0)
+        return st;
+    if (!isfinite(alpha))
+        return loom_error(LOOM_ERR_INVALID, "%s: scale must be finite", name);
+    int oi = push_op(m, LOOM_OP_SCALE, name, &x, 1, m->acts[x].shape, can_inplace(m, x));
+    if (oi < 0)
+        return oi;
+    m->ops[oi].p = alpha;
+    return m->ops[oi].out;
+}
+
 /* ------------------------------------------------------------ finishing */
 static int slot_get(loom_model_t *m, size_t count, unsigned char *busy)
 {
@@ -682,6 +696,7 @@ int loom_model_forward(loom_model_t *m, int n, int training)
                 memcpy(y, x, sizeof(float) * cnt);
             break;
         case LOOM_OP_PIXEL_SHUFFLE: loom_pixel_shuffle_forward(is, o->r, x, y); break;
+        case LOOM_OP_SCALE: loom_scale_forward(cnt, o->p, x, y); break;
         default: return loom_error(LOOM_ERR_INTERNAL, "forward: bad op type %d", (int)o->type);
         }
         if (m->profile)
@@ -746,8 +761,8 @@ int loom_model_backward(loom_model_t *m, int n)
                     memcpy(dx, dy, sizeof(float) * cnt);
             }
             break;
-        default: /* relu, sigmoid, add, pixel shuffle: shared with spatial.c */
-            if (!loom__backward_plain(m, o->type, o->in, o->accum, is, o->r, y, dy, dx, acc))
+        default: /* relu, sigmoid, add, pixel shuffle, scale: shared with spatial.c */
+            if (!loom__backward_plain(m, o->type, o->in, o->accum, is, o->r, o->p, y, dy, dx, acc))
                 return loom_error(LOOM_ERR_INTERNAL, "backward: bad op type %d", (int)o->type);
         }
         if (m->profile)
@@ -874,8 +889,8 @@ float *loom_model_act_grad(loom_model_t *m, int act)
 }
 
 int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
-                         const int accum[2], loom_shape_t is, int r, const float *y,
-                         const float *dy, float *dx, int acc)
+                         const int accum[2], loom_shape_t is, int r, float alpha,
+                         const float *y, const float *dy, float *dx, int acc)
 {
     size_t cnt = loom_shape_count(is);
     switch (type) {
@@ -897,6 +912,10 @@ int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
     case LOOM_OP_PIXEL_SHUFFLE:
         if (dx)
             loom_pixel_shuffle_backward(is, r, dy, dx, acc);
+        return 1;
+    case LOOM_OP_SCALE:
+        if (dx)
+            loom_scale_backward(cnt, alpha, dy, dx, acc);
         return 1;
     default: return 0;
     }

@@ -197,6 +197,7 @@ int loom_spatial_create(loom_spatial_t **out, loom_model_t *m, weft_comm_t comm,
             break;
         case LOOM_OP_RELU:
         case LOOM_OP_SIGMOID:
+        case LOOM_OP_SCALE:
             break;
         case LOOM_OP_ADD:
             if (aoy[o->in[1]] != y0 || agh[o->in[1]] != Gh) {
@@ -445,6 +446,7 @@ int loom_spatial_forward(loom_spatial_t *s, int n, int training)
         case LOOM_OP_SIGMOID: loom_sigmoid_forward(cnt, x, y); break;
         case LOOM_OP_ADD: loom_add_forward(cnt, x, loom_model_act(m, o->in[1]), y); break;
         case LOOM_OP_PIXEL_SHUFFLE: loom_pixel_shuffle_forward(o->in_shape, o->r, x, y); break;
+        case LOOM_OP_SCALE: loom_scale_forward(cnt, o->p, x, y); break;
         default: return loom_error(LOOM_ERR_INTERNAL, "spatial: layer %s not supported", o->name);
         }
     }
@@ -501,8 +503,8 @@ int loom_spatial_backward(loom_spatial_t *s, int n)
                 return st;
             break;
         default:
-            if (!loom__backward_plain(m, o->type, o->in, o->accum, o->in_shape, o->r, y, dy, dx,
-                                      acc))
+            if (!loom__backward_plain(m, o->type, o->in, o->accum, o->in_shape, o->r, o->p, y, dy,
+                                      dx, acc))
                 return loom_error(LOOM_ERR_INTERNAL, "spatial: layer %s not supported", o->name);
             break;
         }

@@ -60,7 +60,15 @@ expect 2 "--spatial wants HxW" train --spatial 2by1
 expect 2 "unexpected argument 'resnet20'" train resnet20
 expect 2 "'--iters' does not apply" train --iters 3
 expect 2 "Run 'loom train --help'" train --bogus 3
-expect 2 "mesh model only" train --model resnet8 --spatial 2x1 --synthetic
+expect 2 "mesh and EDSR models only" train --model resnet8 --spatial 2x1 --synthetic
+expect 2 "--scale needs a whole number in 2..4" train --model edsr --scale 5
+expect 2 "unknown model 'edsr7'" train --model edsr7
+expect 2 "not on synthetic data" train --model edsr --synthetic
+expect 2 "--patch is larger" train --model edsr --patch 400
+expect 1 "cannot load the photographs" train --model edsr --data-dir "$tmp"
+expect 2 "EDSR's test metrics" eval --model edsr --load "$tmp/none"
+expect 0 "1369859 parameters" summary --model edsr
+expect 0 "43089923 parameters" summary --model edsr-paper --scale 4
 expect 2 "D\*H\*W" train --model mesh --data-parallel 2
 expect 2 "need --ckpt-dir" train --synthetic --ckpt-every 3
 expect 2 "--ckpt-keep needs a whole number" train --synthetic --ckpt-dir "$tmp/c" --ckpt-keep 1
@@ -101,6 +109,18 @@ expect 1 "cannot open" train --data synthetic --model resnet8 --image 12 --load 
 grep -q '^Img/sec per rank: [0-9.]* +-[0-9.]*$' "$tmp/out" && ok || bad "bench per-rank line"
 grep -q '^Total img/sec on 1 rank: [0-9.]* +-[0-9.]*$' "$tmp/out" && ok || bad "bench total line"
 grep -q 'conv' "$tmp/out" && ok || bad "bench profile"
+
+# EDSR: a short run on the photographs (tiny model) ends with one PSNR line
+"$LOOM" train --model edsr --blocks 1 --feats 4 --patch 8 --batch 4 --steps 3 --epochs 2 \
+    --eval-crop 48 --interval 1 --threads 1 --metrics "$tmp/sr.csv" >"$tmp/out" 2>&1
+st=$?
+if [ $st -ne 0 ]; then bad "edsr train exited $st: $(cat "$tmp/out")"; else ok; fi
+n=$(grep -c '^final: psnr_y=[0-9.]* psnr_bicubic=[0-9.]* psnr_gain=-*[0-9.]* test_l1=[0-9.]* images_per_s=[0-9.]* comm_wait_share=[0-9.]*$' "$tmp/out")
+[ "$n" = 1 ] && ok || bad "edsr: expected exactly one final line, got $n: $(tail -2 "$tmp/out")"
+[ "$(grep -c '^epoch [12]/2 test_l1 .* psnr_y .* bicubic .* gain' "$tmp/out")" = 2 ] && ok || bad "edsr: PSNR per epoch"
+grep -q '^kind,epoch,step,loss,psnr_y,psnr_bicubic,lr,images_per_s,elapsed_s$' "$tmp/sr.csv" && ok || bad "edsr metrics header"
+"$LOOM" bench --model edsr --blocks 1 --feats 4 --patch 8 --batch 2 --iters 2 --warmup 1 >"$tmp/out" 2>&1
+[ "$(grep -c '^Iter #[0-9]*: [0-9.]* img/sec per rank$' "$tmp/out")" = 2 ] && ok || bad "edsr bench: $(cat "$tmp/out")"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

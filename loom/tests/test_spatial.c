@@ -10,7 +10,8 @@
  * right after the layer ran), and the weight gradients summed over the
  * grid.  Grids: 1x2 and 2x1 on 2 ranks, 2x2 on 4; uneven tile heights and
  * widths; kernels 1, 3, 5, 7 with strides 1 and 2; batch norm (statistics
- * over the group) with a residual add and a pixel shuffle; the mesh model.
+ * over the group) with a residual add and a pixel shuffle; a tiny EDSR (x2
+ * and x4: residual scaling, pixel shuffles, uneven tiles); the mesh model.
  * The mesh model is 26 layers deep with 8 batch norms whose last ones see
  * only 30 values per channel, so float rounding compounds along the chain:
  * its end-to-end tolerance is 5e-5 (measured: up to about 2e-5), the single
@@ -111,6 +112,14 @@ static int build_mesh(loom_model_t **m, loom_shape_t in, int unused)
 {
     (void)unused;
     return loom_mesh_model_create(m, in, 0.125f, 5);
+}
+
+/* A tiny EDSR (2 blocks, 8 features, residual scaling 0.1, x2 or x4
+ * upsampler): every convolution 3x3 stride 1, halo 1. */
+static int build_edsr(loom_model_t **m, loom_shape_t in, int scale)
+{
+    loom_edsr_desc_t d = {2, 8, scale, 0.1f};
+    return loom_edsr_create(m, "edsr-tiny", &d, in, 13);
 }
 
 static void fill(float *p, size_t n, uint64_t seed)
@@ -265,6 +274,8 @@ int main(int argc, char **argv)
             run_case(nm, build_conv, k * 10 + 2, (loom_shape_t){2, 3, 14, 10}, 2, sh, sw, lay.spatial, rank, 1e-5);
         }
         run_case("conv+bn+add+shuffle", build_bn, 0, (loom_shape_t){2, 3, 18, 14}, 2, sh, sw, lay.spatial, rank, 1e-5);
+        run_case("edsr x2 (tiny)", build_edsr, 2, (loom_shape_t){2, 3, 12, 10}, 1, sh, sw, lay.spatial, rank, 1e-5);
+        run_case("edsr x4 (tiny)", build_edsr, 4, (loom_shape_t){1, 3, 9, 8}, 1, sh, sw, lay.spatial, rank, 1e-5);
         run_case("mesh model", build_mesh, 0, (loom_shape_t){2, 18, 40, 24}, 8, sh, sw, lay.spatial, rank, 5e-5);
     }
     {
