@@ -3,7 +3,8 @@
 # everything is already there, so repeated runs are quick.
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config mpich libmpich-dev check libsubunit-dev
-      libucx-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 python3-matplotlib)
+      libucx-dev libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 python3-matplotlib
+      python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
