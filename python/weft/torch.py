@@ -134,7 +134,9 @@ class _Work(_C10dWork):
     def get_future(self):
         if self._fut is None:
             self._fut = torch.futures.Future()
-            live = [r for r in self._reqs if r._status is None]
+            # Requests already done (test() never blocks) complete the future
+            # here, without a trip through the completion thread.
+            live = [r for r in self._reqs if r._status is None and not _done_now(r)]
             self._left = len(live) + 1
             for r in live:
                 r.add_done_callback(self._on_done)
@@ -185,6 +187,13 @@ class _Work(_C10dWork):
 
     def synchronize(self):
         self.wait()
+
+
+def _done_now(req):
+    try:
+        return req.test()
+    except WeftError:
+        return True  # failed: its status is on the request, _on_done reports it
 
 
 def _done_work(result):
@@ -485,7 +494,13 @@ def _create(dist_opts, backend_opts):
     if rank != ranks.index(world.rank):
         raise WeftError(ERR_INVALID_ARG, "torch rank %d is Weft (MPI) rank %d: launch with "
                         "mpiexec and let weft.torch set RANK" % (rank, world.rank))
-    comm = world if ranks == list(range(world.size)) else world.split(0, ranks.index(world.rank))
+    # A communicator of its own per group (collective over every rank, all
+    # members here): two groups' collectives, which torch lets ranks issue in
+    # different relative orders, never meet on one Weft communicator.
+    if ranks == list(range(world.size)):
+        comm = weft.Comm.world()
+    else:
+        comm = world.split(0, ranks.index(world.rank))
     return WeftBackend(rank, size, comm)
 
 
