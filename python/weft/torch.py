@@ -45,11 +45,13 @@ from weft._errors import ERR_UNSUPPORTED, ERR_INVALID_ARG, ERR_OP, ERR_DATATYPE
 
 BACKEND_NAME = "weft"
 
+# keyed by the value of ReduceOp.RedOpType (opts.reduceOp.op.value: hashing
+# the pybind enum itself costs a microsecond more)
 _RED_OPS = {
-    int(dist.ReduceOp.SUM): weft.SUM, int(dist.ReduceOp.AVG): weft.AVG,
-    int(dist.ReduceOp.PRODUCT): weft.PROD, int(dist.ReduceOp.MIN): weft.MIN,
-    int(dist.ReduceOp.MAX): weft.MAX, int(dist.ReduceOp.BAND): weft.BAND,
-    int(dist.ReduceOp.BOR): weft.BOR, int(dist.ReduceOp.BXOR): weft.BXOR,
+    dist.ReduceOp.SUM.value: weft.SUM, dist.ReduceOp.AVG.value: weft.AVG,
+    dist.ReduceOp.PRODUCT.value: weft.PROD, dist.ReduceOp.MIN.value: weft.MIN,
+    dist.ReduceOp.MAX.value: weft.MAX, dist.ReduceOp.BAND.value: weft.BAND,
+    dist.ReduceOp.BOR.value: weft.BOR, dist.ReduceOp.BXOR.value: weft.BXOR,
 }
 _world = None  # the Weft world communicator shared by this module
 
@@ -94,8 +96,8 @@ def setup_env():
 
 def _op(opts_op):
     try:
-        return _RED_OPS[int(getattr(opts_op, "op", opts_op))]
-    except (KeyError, TypeError):
+        return _RED_OPS[opts_op.op.value]
+    except (KeyError, TypeError, AttributeError):
         raise WeftError(ERR_OP, "reduce op %s is not served by the weft backend" % (opts_op,)) \
             from None
 
@@ -115,7 +117,8 @@ class _Work(_C10dWork):
         self._fut = None
         self._err = None
         self._left = 0
-        self._lock = threading.Lock()
+        # guards the copy-out and the count; only Works with either need it
+        self._lock = threading.Lock() if after is not None else None
 
     def _run_after(self):
         # The copy-out runs once; a second caller returns only after it ran.
@@ -133,6 +136,8 @@ class _Work(_C10dWork):
 
     def get_future(self):
         if self._fut is None:
+            if self._lock is None:
+                self._lock = threading.Lock()
             self._fut = torch.futures.Future()
             # Requests already done (test() never blocks) complete the future
             # here, without a trip through the completion thread.
@@ -225,6 +230,8 @@ class WeftBackend(_C10dBackend):
 
     # ---- where a tensor goes ---------------------------------------------
     def _comm_for(self, tensors):
+        if len(tensors) == 1 and tensors[0].is_cpu:  # the common case, cheaply
+            return self._comm, False
         dev = tensors[0].device.type
         for t in tensors:
             if t.device.type != dev:
@@ -269,6 +276,8 @@ class WeftBackend(_C10dBackend):
             for t in tensors:
                 comm.allreduce(t, op=op)
             return self._cuda_done(tensors)
+        if len(tensors) == 1:
+            return _Work([comm.iallreduce(tensors[0], None, op)], tensors)
         return _work([comm.iallreduce(t, op=op) for t in tensors], tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
