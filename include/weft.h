@@ -120,13 +120,13 @@ typedef enum weft_algo {
     WEFT_ALGO_RABENSEIFNER,        /**< recursive halving + doubling */
     WEFT_ALGO_TREE,                /**< binomial tree reduce + broadcast */
     WEFT_ALGO_MPI,                 /**< pass through to MPI's own collective */
-    WEFT_ALGO_BINOMIAL,            /**< binomial tree (bcast, reduce, gather, scatter) */
+    WEFT_ALGO_BINOMIAL,            /**< binomial tree (bcast, reduce) */
     WEFT_ALGO_SCATTER_ALLGATHER,   /**< bcast: scatter then ring allgather */
     WEFT_ALGO_RECURSIVE_HALVING,   /**< reduce_scatter by recursive halving */
     WEFT_ALGO_PAIRWISE,            /**< alltoall by pairwise exchange */
-    WEFT_ALGO_BRUCK,               /**< alltoall/allgather, lg p rounds */
+    WEFT_ALGO_BRUCK,               /**< reserved: no collective implements it yet (forcing it: WEFT_ERR_ALGORITHM) */
     WEFT_ALGO_DISSEMINATION,       /**< barrier */
-    WEFT_ALGO_LINEAR,              /**< direct to/from the root */
+    WEFT_ALGO_LINEAR,              /**< direct to/from the root (gather, scatter) */
     WEFT_ALGO_NCCL,                /**< NCCL on the communicator's CUDA stream */
     WEFT_ALGO_COUNT
 } weft_algo_t;

@@ -28,14 +28,6 @@
 
 /* ---- shared helpers --------------------------------------------------------- */
 
-/* Caller thread: initialised and a communicator. */
-static weft_status_t check_comm(weft_comm_t comm)
-{
-    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
-    if (comm == NULL) return WEFT_ERR_INVALID_COMM;
-    return WEFT_SUCCESS;
-}
-
 static weft_status_t check_rank(const char *what, const char *role, int r, const weft__comm_t *c)
 {
     if (r < 0 || r >= c->size) {
@@ -67,20 +59,65 @@ static weft_status_t finish_avg_root(weft__op_t *op)
     return WEFT_SUCCESS;
 }
 
-/* Caller thread: select, build and issue a collective op. */
-static weft_status_t issue_coll(weft__comm_t *c, weft_coll_t coll, const void *sendbuf, void *recvbuf,
-                                size_t count, size_t bytes, weft_datatype_t dtype, weft_op_t rop,
-                                int root, weft_request_t *req)
+weft_status_t weft__coll_agree(weft__comm_t *c, weft_status_t st, const weft__coll_args_t *a)
 {
+    if (c->mpi_check != MPI_COMM_NULL) {
+        /* One MAX over (refused, v, -v) per field: every rank passed the
+         * same v exactly when max(v) == -max(-v). */
+        long long v[9] = {st != WEFT_SUCCESS, a->count, -a->count, a->dtype, -a->dtype,
+                          a->op,            -a->op,   a->root,   -a->root};
+        long long m[9];
+        int rc = MPI_Allreduce(v, m, 9, MPI_LONG_LONG, MPI_MAX, c->mpi_check);
+        if (rc != MPI_SUCCESS) {
+            weft__mpi_error(rc, "MPI_Allreduce (WEFT_CHECK_ARGS)", __FILE__, __LINE__);
+            if (st == WEFT_SUCCESS) st = WEFT_ERR_MPI;
+        } else if (st == WEFT_SUCCESS) {
+            const char *what = m[0]            ? NULL
+                               : m[1] != -m[2] ? "count"
+                               : m[3] != -m[4] ? "datatype"
+                               : m[5] != -m[6] ? "operation"
+                               : m[7] != -m[8] ? "root"
+                                               : "";
+            if (what == NULL || what[0] != '\0') {
+                if (what == NULL)
+                    WEFT__ERROR("%s: another rank refused its arguments (WEFT_CHECK_ARGS)",
+                                weft__coll_name(a->coll));
+                else
+                    WEFT__ERROR("%s: the ranks passed different values of the %s "
+                                "(WEFT_CHECK_ARGS; this rank: %lld)", weft__coll_name(a->coll), what,
+                                what[0] == 'c' ? a->count : what[0] == 'd' ? a->dtype
+                                                        : what[0] == 'o' ? a->op : a->root);
+                st = WEFT_ERR_INVALID_ARG;
+            }
+        }
+    }
+    /* Refused: take this call's tag anyway (see the header). */
+    if (st != WEFT_SUCCESS) atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);
+    return st;
+}
+
+/* Caller thread: select, agree (weft__coll_agree) and build a collective op
+ * (*out), ready for weft__issue. */
+static weft_status_t build_coll(weft__comm_t *c, const weft__coll_args_t *args, const void *sendbuf,
+                                void *recvbuf, size_t count, size_t bytes, weft_datatype_t dtype,
+                                weft_op_t rop, int root, weft__op_t **out)
+{
+    const weft_coll_t coll = args->coll;
     weft_algo_t algo = weft__select(c, coll, bytes, dtype);
     const weft__algo_impl_t *impl = weft__algo_impl(coll, algo);
+    weft_status_t st = WEFT_SUCCESS;
     if (impl == NULL || (impl->supports && !impl->supports(dtype, rop))) {
         WEFT__ERROR("%s: algorithm %s cannot serve %s", weft__coll_name(coll),
                     weft_algo_name(algo) ? weft_algo_name(algo) : "?", weft_datatype_name(dtype));
-        return WEFT_ERR_ALGORITHM;
+        st = WEFT_ERR_ALGORITHM;
     }
+    WEFT__CHECK(weft__coll_agree(c, st, args));
     weft__op_t *op;
-    WEFT__CHECK(weft__op_new(c, (weft__opkind_t)coll, &op));
+    st = weft__op_new(c, (weft__opkind_t)coll, &op);
+    if (st != WEFT_SUCCESS) { /* agreed already: keep the order without a second agreement */
+        atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed);
+        return st;
+    }
     op->impl = impl;
     op->algo = algo;
     op->sendbuf = sendbuf;
@@ -90,9 +127,40 @@ static weft_status_t issue_coll(weft__comm_t *c, weft_coll_t coll, const void *s
     op->dtype = dtype;
     op->rop = rop;
     op->root = root;
-    if (rop == WEFT_AVG && (coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_REDUCE))
+    if (rop == WEFT_AVG && (coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_REDUCE)) {
         op->finish = coll == WEFT_COLL_REDUCE ? finish_avg_root : finish_avg_all;
+        /* summed in a wider type where one exists (as in allreduce.c) */
+        if (weft__avg_wide(dtype) != dtype && c->stream == NULL) {
+            const size_t in = coll == WEFT_COLL_REDUCE ? count : count * (size_t)c->size;
+            st = weft__avg_prepare(op, in, count);
+            if (st != WEFT_SUCCESS) {
+                weft__op_free(op);
+                atomic_fetch_add_explicit(&c->seq, 1, memory_order_relaxed); /* as a refusal */
+                return st;
+            }
+        }
+    }
+    *out = op;
+    return WEFT_SUCCESS;
+}
+
+/* Caller thread: build_coll, then issue. */
+static weft_status_t issue_coll(weft__comm_t *c, const weft__coll_args_t *args, const void *sendbuf,
+                                void *recvbuf, size_t count, size_t bytes, weft_datatype_t dtype,
+                                weft_op_t rop, int root, weft_request_t *req)
+{
+    weft__op_t *op = NULL;
+    WEFT__CHECK(build_coll(c, args, sendbuf, recvbuf, count, bytes, dtype, rop, root, &op));
     return weft__issue(op, req);
+}
+
+weft_status_t weft__allgather_internal(weft__comm_t *c, const void *mine, void *all, size_t bytes)
+{
+    const weft__coll_args_t args = {WEFT_COLL_ALLGATHER, (long long)bytes, WEFT_UINT8, -1, -1};
+    weft__op_t *op = NULL;
+    WEFT__CHECK(build_coll(c, &args, mine, all, bytes, bytes, WEFT_UINT8, WEFT_SUM, -1, &op));
+    op->unbound = 1;
+    return weft__issue(op, NULL);
 }
 
 /* Nonblocking forms: req must be given; it is NULL until the op is issued. */
@@ -102,20 +170,28 @@ static weft_status_t issue_coll(weft__comm_t *c, weft_coll_t coll, const void *s
         *(req) = WEFT_REQUEST_NULL;                                             \
     } while (0)
 
+/* In a collective entry point, once c and args are known: a failed check
+ * refuses the call through weft__coll_agree (every rank's order kept). */
+#define REFUSE_IF(expr)                                                         \
+    do {                                                                        \
+        const weft_status_t refuse_st_ = (expr);                                \
+        if (refuse_st_ != WEFT_SUCCESS) return weft__coll_agree(c, refuse_st_, &args); \
+    } while (0)
+
 /* ---- reduce_scatter ------------------------------------------------------------ */
 static weft_status_t reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                     weft_datatype_t dtype, weft_op_t rop, weft_comm_t comm,
                                     weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
-    WEFT__CHECK(weft__check_dtype_op(dtype, rop));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const weft__coll_args_t args = {WEFT_COLL_REDUCE_SCATTER, (long long)recvcount, dtype, rop, -1};
+    REFUSE_IF(weft__check_dtype_op(dtype, rop));
     size_t bytes = 0;
-    WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, recvcount, dtype, &bytes));
-    WEFT__CHECK(check_total("reduce_scatter", bytes, c->size));
+    REFUSE_IF(weft__check_buffers(sendbuf, recvbuf, recvcount, dtype, &bytes));
+    REFUSE_IF(check_total("reduce_scatter", bytes, c->size));
     if (sendbuf == WEFT_IN_PLACE) sendbuf = recvbuf;
-    return issue_coll(c, WEFT_COLL_REDUCE_SCATTER, sendbuf, recvbuf, recvcount, bytes, dtype, rop, -1,
-                      req);
+    return issue_coll(c, &args, sendbuf, recvbuf, recvcount, bytes, dtype, rop, -1, req);
 }
 
 weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
@@ -136,13 +212,14 @@ weft_status_t weft_ireduce_scatter(const void *sendbuf, void *recvbuf, size_t re
 static weft_status_t allgather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
                                weft_comm_t comm, weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const weft__coll_args_t args = {WEFT_COLL_ALLGATHER, (long long)count, dtype, -1, -1};
     size_t bytes = 0;
-    WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
-    WEFT__CHECK(check_total("allgather", bytes, c->size));
+    REFUSE_IF(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
+    REFUSE_IF(check_total("allgather", bytes, c->size));
     if (sendbuf == WEFT_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)c->rank * bytes;
-    return issue_coll(c, WEFT_COLL_ALLGATHER, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, -1, req);
+    return issue_coll(c, &args, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, -1, req);
 }
 
 weft_status_t weft_allgather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
@@ -162,13 +239,14 @@ weft_status_t weft_iallgather(const void *sendbuf, void *recvbuf, size_t count, 
 static weft_status_t bcast(void *buf, size_t count, weft_datatype_t dtype, int root, weft_comm_t comm,
                            weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
-    if (weft__dtype_size(dtype) == 0) return WEFT_ERR_DATATYPE;
-    WEFT__CHECK(check_rank("bcast", "root", root, c));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const weft__coll_args_t args = {WEFT_COLL_BCAST, (long long)count, dtype, -1, root};
+    REFUSE_IF(weft__dtype_size(dtype) == 0 ? WEFT_ERR_DATATYPE : WEFT_SUCCESS);
+    REFUSE_IF(check_rank("bcast", "root", root, c));
     size_t bytes = 0;
-    WEFT__CHECK(weft__check_buffers(buf, buf, count, dtype, &bytes));
-    return issue_coll(c, WEFT_COLL_BCAST, buf, buf, count, bytes, dtype, WEFT_SUM, root, req);
+    REFUSE_IF(weft__check_buffers(buf, buf, count, dtype, &bytes));
+    return issue_coll(c, &args, buf, buf, count, bytes, dtype, WEFT_SUM, root, req);
 }
 
 weft_status_t weft_bcast(void *buf, size_t count, weft_datatype_t dtype, int root, weft_comm_t comm)
@@ -187,23 +265,24 @@ weft_status_t weft_ibcast(void *buf, size_t count, weft_datatype_t dtype, int ro
 static weft_status_t reduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
                             weft_op_t rop, int root, weft_comm_t comm, weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
-    WEFT__CHECK(weft__check_dtype_op(dtype, rop));
-    WEFT__CHECK(check_rank("reduce", "root", root, c));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const weft__coll_args_t args = {WEFT_COLL_REDUCE, (long long)count, dtype, rop, root};
+    REFUSE_IF(weft__check_dtype_op(dtype, rop));
+    REFUSE_IF(check_rank("reduce", "root", root, c));
     size_t bytes = 0;
     if (c->rank == root) {
-        WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
+        REFUSE_IF(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
         if (sendbuf == WEFT_IN_PLACE) sendbuf = recvbuf;
     } else {
         if (sendbuf == WEFT_IN_PLACE) {
             WEFT__ERROR("reduce: WEFT_IN_PLACE is for the root only (rank %d, root %d)", c->rank, root);
-            return WEFT_ERR_INVALID_ARG;
+            REFUSE_IF(WEFT_ERR_INVALID_ARG);
         }
-        WEFT__CHECK(weft__check_buffers(sendbuf, sendbuf, count, dtype, &bytes));
+        REFUSE_IF(weft__check_buffers(sendbuf, sendbuf, count, dtype, &bytes));
         recvbuf = NULL;
     }
-    return issue_coll(c, WEFT_COLL_REDUCE, sendbuf, recvbuf, count, bytes, dtype, rop, root, req);
+    return issue_coll(c, &args, sendbuf, recvbuf, count, bytes, dtype, rop, root, req);
 }
 
 weft_status_t weft_reduce(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
@@ -223,13 +302,14 @@ weft_status_t weft_ireduce(const void *sendbuf, void *recvbuf, size_t count, wef
 static weft_status_t alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
                               weft_comm_t comm, weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const weft__coll_args_t args = {WEFT_COLL_ALLTOALL, (long long)count, dtype, -1, -1};
     size_t bytes = 0;
-    WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
-    WEFT__CHECK(check_total("alltoall", bytes, c->size));
+    REFUSE_IF(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
+    REFUSE_IF(check_total("alltoall", bytes, c->size));
     if (sendbuf == WEFT_IN_PLACE) sendbuf = recvbuf;
-    return issue_coll(c, WEFT_COLL_ALLTOALL, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, -1, req);
+    return issue_coll(c, &args, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, -1, req);
 }
 
 weft_status_t weft_alltoall(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
@@ -249,24 +329,27 @@ weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t count, w
 static weft_status_t gather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
                             int root, weft_comm_t comm, weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
-    if (weft__dtype_size(dtype) == 0) return WEFT_ERR_DATATYPE;
-    WEFT__CHECK(check_rank("gather", "root", root, c));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const weft__coll_args_t args = {WEFT_COLL_GATHER, (long long)count, dtype, -1, root};
+    REFUSE_IF(weft__dtype_size(dtype) == 0 ? WEFT_ERR_DATATYPE : WEFT_SUCCESS);
+    REFUSE_IF(check_rank("gather", "root", root, c));
     size_t bytes = 0;
     if (c->rank == root) {
-        WEFT__CHECK(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
-        WEFT__CHECK(check_total("gather", bytes, c->size));
+        REFUSE_IF(weft__check_buffers(sendbuf, recvbuf, count, dtype, &bytes));
         if (sendbuf == WEFT_IN_PLACE) sendbuf = (char *)recvbuf + (size_t)root * bytes;
     } else {
         if (sendbuf == WEFT_IN_PLACE) {
             WEFT__ERROR("gather: WEFT_IN_PLACE is for the root only (rank %d, root %d)", c->rank, root);
-            return WEFT_ERR_INVALID_ARG;
+            REFUSE_IF(WEFT_ERR_INVALID_ARG);
         }
-        WEFT__CHECK(weft__check_buffers(sendbuf, sendbuf, count, dtype, &bytes));
+        REFUSE_IF(weft__check_buffers(sendbuf, sendbuf, count, dtype, &bytes));
         recvbuf = NULL;
     }
-    return issue_coll(c, WEFT_COLL_GATHER, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, root, req);
+    /* The root's whole vector must fit: checked on every rank, which all know
+     * count and p, so that no rank issues what the root refuses. */
+    REFUSE_IF(check_total("gather", bytes, c->size));
+    return issue_coll(c, &args, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, root, req);
 }
 
 weft_status_t weft_gather(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
@@ -286,25 +369,26 @@ weft_status_t weft_igather(const void *sendbuf, void *recvbuf, size_t count, wef
 static weft_status_t scatter(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
                              int root, weft_comm_t comm, weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
-    if (weft__dtype_size(dtype) == 0) return WEFT_ERR_DATATYPE;
-    WEFT__CHECK(check_rank("scatter", "root", root, c));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const weft__coll_args_t args = {WEFT_COLL_SCATTER, (long long)count, dtype, -1, root};
+    REFUSE_IF(weft__dtype_size(dtype) == 0 ? WEFT_ERR_DATATYPE : WEFT_SUCCESS);
+    REFUSE_IF(check_rank("scatter", "root", root, c));
     size_t bytes = 0;
     if (c->rank == root) {
         int in_place = recvbuf == (void *)WEFT_IN_PLACE;
-        WEFT__CHECK(weft__check_buffers(sendbuf, in_place ? sendbuf : recvbuf, count, dtype, &bytes));
-        WEFT__CHECK(check_total("scatter", bytes, c->size));
+        REFUSE_IF(weft__check_buffers(sendbuf, in_place ? sendbuf : recvbuf, count, dtype, &bytes));
         if (in_place) recvbuf = (char *)sendbuf + (size_t)root * bytes;
     } else {
         if (recvbuf == (void *)WEFT_IN_PLACE) {
             WEFT__ERROR("scatter: WEFT_IN_PLACE is for the root only (rank %d, root %d)", c->rank, root);
-            return WEFT_ERR_INVALID_ARG;
+            REFUSE_IF(WEFT_ERR_INVALID_ARG);
         }
-        WEFT__CHECK(weft__check_buffers(recvbuf, recvbuf, count, dtype, &bytes));
+        REFUSE_IF(weft__check_buffers(recvbuf, recvbuf, count, dtype, &bytes));
         sendbuf = NULL;
     }
-    return issue_coll(c, WEFT_COLL_SCATTER, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, root, req);
+    REFUSE_IF(check_total("scatter", bytes, c->size)); /* every rank: as in gather */
+    return issue_coll(c, &args, sendbuf, recvbuf, count, bytes, dtype, WEFT_SUM, root, req);
 }
 
 weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_t count, weft_datatype_t dtype,
@@ -323,9 +407,10 @@ weft_status_t weft_iscatter(const void *sendbuf, void *recvbuf, size_t count, we
 /* ---- barrier ------------------------------------------------------------------------------- */
 static weft_status_t barrier(weft_comm_t comm, weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    return issue_coll(weft__comm(comm), WEFT_COLL_BARRIER, NULL, NULL, 0, 0, WEFT_UINT8, WEFT_SUM, -1,
-                      req);
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const weft__coll_args_t args = {WEFT_COLL_BARRIER, -1, -1, -1, -1};
+    return issue_coll(c, &args, NULL, NULL, 0, 0, WEFT_UINT8, WEFT_SUM, -1, req);
 }
 
 weft_status_t weft_barrier(weft_comm_t comm) { return barrier(comm, NULL); }
@@ -428,8 +513,8 @@ static weft_status_t issue_p2p(weft__comm_t *c, const weft__algo_impl_t *impl, c
 static weft_status_t p2p_send(const void *buf, size_t count, weft_datatype_t dtype, int dest, int tag,
                           weft_comm_t comm, weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     size_t bytes = 0;
     WEFT__CHECK(check_p2p("send", buf, count, dtype, dest, tag, c, &bytes));
     return issue_p2p(c, &send_impl, buf, NULL, count, bytes, dtype, dest, tag, NULL, req);
@@ -438,8 +523,8 @@ static weft_status_t p2p_send(const void *buf, size_t count, weft_datatype_t dty
 static weft_status_t p2p_recv(void *buf, size_t count, weft_datatype_t dtype, int src, int tag,
                           weft_comm_t comm, weft_request_t *req)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     size_t bytes = 0;
     WEFT__CHECK(check_p2p("recv", buf, count, dtype, src, tag, c, &bytes));
     return issue_p2p(c, &recv_impl, NULL, buf, count, bytes, dtype, src, tag, NULL, req);
@@ -475,8 +560,8 @@ weft_status_t weft_sendrecv(const void *sendbuf, size_t sendcount, int dest, int
                             size_t recvcount, int src, int recvtag, weft_datatype_t dtype,
                             weft_comm_t comm)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     size_t sbytes = 0, rbytes = 0;
     WEFT__CHECK(check_p2p("sendrecv", sendbuf, sendcount, dtype, dest, sendtag, c, &sbytes));
     WEFT__CHECK(check_p2p("sendrecv", recvbuf, recvcount, dtype, src, recvtag, c, &rbytes));

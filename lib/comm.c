@@ -3,35 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handle.h"
 #include "weft_internal.h"
 
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-static weft__comm_t *live_head;
+/* Communicator handles: generation-checked (lib/handle.h), so every entry
+ * point refuses a destroyed communicator or one from before a weft_finalize
+ * (WEFT_ERR_INVALID_COMM) instead of reading freed memory. */
+weft__htab_t weft__comms = WEFT__HTAB_INITIALIZER;
 static _Atomic int next_id;
-
-static void live_add(weft__comm_t *c)
-{
-    pthread_mutex_lock(&live_lock);
-    c->next_live = live_head;
-    live_head = c;
-    pthread_mutex_unlock(&live_lock);
-}
-
-/* Returns 1 if c was live (and unlinks it). */
-static int live_remove(weft__comm_t *c)
-{
-    int found = 0;
-    pthread_mutex_lock(&live_lock);
-    for (weft__comm_t **p = &live_head; *p; p = &(*p)->next_live) {
-        if (*p == c) {
-            *p = c->next_live;
-            found = 1;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&live_lock);
-    return found;
-}
 
 /* Collective agreement: WEFT_SUCCESS only if every rank passes st == 0, so
  * that no rank goes on into a collective step another rank skipped. */
@@ -92,6 +71,10 @@ weft_status_t weft_comm_create_ex(MPI_Comm mpi_comm, weft_stream_t stream,
     c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     for (int i = 0; i < WEFT_COLL_COUNT; i++) atomic_init(&c->force_algo[i], WEFT_ALGO_AUTO);
 
+    c->mpi_check = MPI_COMM_NULL;
+    if (weft__cfg.check_args)
+        WEFT__MPI_CHECK_GOTO(MPI_Comm_dup(c->mpi, &c->mpi_check), st, fail_dup);
+
     c->tp = weft__transport_choose(want, &st);
     WEFT__CHECK_GOTO(agree_transport(c, st), st, fail_dup);
     st = c->tp->comm_open(c);
@@ -103,14 +86,19 @@ weft_status_t weft_comm_create_ex(MPI_Comm mpi_comm, weft_stream_t stream,
     WEFT__CHECK_GOTO(weft__select_init(c), st, fail_open);
     WEFT__CHECK_GOTO(weft__stream_comm_attach(c), st, fail_open);
 
-    live_add(c);
+    uint64_t h = 0;
+    WEFT__CHECK_GOTO((weft_status_t)weft__htab_add(&weft__comms, c, &h), st, fail_attach);
+    c->handle = h;
     WEFT__DEBUG("comm %d created: %d ranks, transport %s", c->id, c->size, c->tp->name);
-    *out = (weft_comm_t)c;
+    *out = (weft_comm_t)(uintptr_t)h;
     return WEFT_SUCCESS;
 
+fail_attach:
+    weft__stream_comm_detach(c);
 fail_open:
     c->tp->comm_close(c);
 fail_dup:
+    if (c->mpi_check != MPI_COMM_NULL) MPI_Comm_free(&c->mpi_check);
     MPI_Comm_free(&c->mpi);
 fail_free:
     free(c);
@@ -132,13 +120,6 @@ weft_status_t weft_comm_create_f(int fortran_comm, weft_stream_t stream,
     return weft_comm_create_ex(mc, stream, params, comm);
 }
 
-static weft_status_t check_comm(weft_comm_t comm)
-{
-    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
-    if (comm == NULL) return WEFT_ERR_INVALID_COMM;
-    return WEFT_SUCCESS;
-}
-
 /* Collective: waits for this comm's ops (helping progress), then frees. */
 static void comm_free(weft__comm_t *c)
 {
@@ -146,6 +127,10 @@ static void comm_free(weft__comm_t *c)
     c->tp->comm_close(c);
     int rc = MPI_Comm_free(&c->mpi);
     if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
+    if (c->mpi_check != MPI_COMM_NULL) {
+        rc = MPI_Comm_free(&c->mpi_check);
+        if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
+    }
     free(c);
 }
 
@@ -162,9 +147,9 @@ static void drain(weft__comm_t *c)
 
 weft_status_t weft_comm_destroy(weft_comm_t comm)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
-    if (!live_remove(c)) return WEFT_ERR_INVALID_COMM;
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    if (!weft__htab_retire(&weft__comms, c->handle)) return WEFT_ERR_INVALID_COMM; /* a racing destroy won */
     drain(c);
     comm_free(c);
     return WEFT_SUCCESS;
@@ -173,8 +158,8 @@ weft_status_t weft_comm_destroy(weft_comm_t comm)
 weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_stream_t stream,
                               weft_comm_t *newcomm)
 {
-    WEFT__CHECK(check_comm(comm));
-    weft__comm_t *c = weft__comm(comm);
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     /* Agreed before anything else: a rank that refused alone would leave the
      * others in MPI_Comm_split. */
     int bad = newcomm == NULL || color < WEFT_UNDEFINED, any_bad = 0;
@@ -208,71 +193,73 @@ out:
     return st;
 }
 
-void weft__comm_free_all(void)
+static void free_one(void *c, void *unused)
 {
-    pthread_mutex_lock(&live_lock);
-    weft__comm_t *c = live_head;
-    live_head = NULL;
-    pthread_mutex_unlock(&live_lock);
-    while (c) {
-        weft__comm_t *n = c->next_live;
-        comm_free(c);
-        c = n;
-    }
+    WEFT__UNUSED(unused);
+    comm_free(c);
 }
+
+void weft__comm_free_all(void) { weft__htab_retire_all(&weft__comms, free_one, NULL); }
 
 weft_status_t weft_comm_rank(weft_comm_t comm, int *rank)
 {
-    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     if (rank == NULL) return WEFT_ERR_INVALID_ARG;
-    *rank = weft__comm(comm)->rank;
+    *rank = c->rank;
     return WEFT_SUCCESS;
 }
 
 weft_status_t weft_comm_size(weft_comm_t comm, int *size)
 {
-    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     if (size == NULL) return WEFT_ERR_INVALID_ARG;
-    *size = weft__comm(comm)->size;
+    *size = c->size;
     return WEFT_SUCCESS;
 }
 
 weft_status_t weft_comm_stream(weft_comm_t comm, weft_stream_t *stream)
 {
-    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     if (stream == NULL) return WEFT_ERR_INVALID_ARG;
-    *stream = weft__comm(comm)->stream;
+    *stream = c->stream;
     return WEFT_SUCCESS;
 }
 
 weft_status_t weft_comm_get_error(weft_comm_t comm)
 {
-    WEFT__CHECK(check_comm(comm));
-    return (weft_status_t)atomic_load_explicit(&weft__comm(comm)->error, memory_order_relaxed);
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    return (weft_status_t)atomic_load_explicit(&c->error, memory_order_relaxed);
 }
 
 weft_status_t weft_comm_get_mpi(weft_comm_t comm, MPI_Comm *mpi_comm)
 {
-    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     if (mpi_comm == NULL) return WEFT_ERR_INVALID_ARG;
-    *mpi_comm = weft__comm(comm)->mpi;
+    *mpi_comm = c->mpi;
     return WEFT_SUCCESS;
 }
 
 weft_status_t weft_comm_get_transport(weft_comm_t comm, weft_transport_t *transport)
 {
-    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     if (transport == NULL) return WEFT_ERR_INVALID_ARG;
-    *transport = weft__transport_id(weft__comm(comm)->tp);
+    *transport = weft__transport_id(c->tp);
     return WEFT_SUCCESS;
 }
 
 weft_status_t weft_comm_set_algo(weft_comm_t comm, weft_coll_t coll, weft_algo_t algo)
 {
-    WEFT__CHECK(check_comm(comm));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     if ((unsigned)coll >= WEFT_COLL_COUNT) return WEFT_ERR_INVALID_ARG;
     if ((unsigned)algo >= WEFT_ALGO_COUNT) return WEFT_ERR_ALGORITHM;
     if (algo != WEFT_ALGO_AUTO && weft__algo_impl(coll, algo) == NULL) return WEFT_ERR_ALGORITHM;
-    atomic_store_explicit(&weft__comm(comm)->force_algo[coll], (int)algo, memory_order_relaxed);
+    atomic_store_explicit(&c->force_algo[coll], (int)algo, memory_order_relaxed);
     return WEFT_SUCCESS;
 }

@@ -52,6 +52,11 @@ static const weft__config_var_t vars[] = {
      "device buffers: NCCL from this many bytes up, host transfer below"},
     {"WEFT_CUDA_MEMOPS", "1",
      "CUDA stream flags with cuStreamWrite/WaitValue32 (0: event fallback)"},
+    {"WEFT_CHECK_ARGS", "0",
+     "1: every collective first checks with the other ranks that they all passed valid, "
+     "matching arguments (count, datatype, operation, root), so a bad argument on one rank "
+     "fails the call on every rank instead of leaving the others waiting (one small "
+     "MPI_Allreduce per call: for debugging)"},
     {NULL, NULL, NULL},
 };
 
@@ -177,6 +182,8 @@ weft_status_t weft__config_load(void)
     c.nccl_min_bytes = (size_t)l;
     WEFT__CHECK(parse_long("WEFT_CUDA_MEMOPS", 0, 1, &l));
     c.cuda_memops = (int)l;
+    WEFT__CHECK(parse_long("WEFT_CHECK_ARGS", 0, 1, &l));
+    c.check_args = (int)l;
 
     weft__cfg = c;
     return WEFT_SUCCESS;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "halo.h"
+#include "handle.h"
 
 #define MAX_DIRS 26
 
@@ -280,6 +281,19 @@ static weft_status_t local_info(const weft__comm_t *c, const weft_halo_params_t 
         return WEFT_ERR_HALO_PLAN;
     }
     for (int i = 0; i < p->nlead; i++) in->lead[i] = p->lead[i];
+    /* The whole buffer's size must fit: found here, before the agreement,
+     * so that the ranks refuse together. */
+    size_t total = weft__dtype_size(p->dtype);
+    for (int i = 0; i < p->nlead; i++) {
+        if (p->lead[i] != 0 && total > SIZE_MAX / p->lead[i]) goto overflow;
+        total *= p->lead[i];
+    }
+    for (int d = 0; d < p->ndims; d++) {
+        const uint64_t ext = (uint64_t)p->local[d] + (uint64_t)(p->width_lo[d] > 0 ? p->width_lo[d] : 0) +
+                             (uint64_t)(p->width_hi[d] > 0 ? p->width_hi[d] : 0);
+        if (ext < p->local[d] || ext > SIZE_MAX || (ext != 0 && total > SIZE_MAX / ext)) goto overflow;
+        total *= (size_t)ext;
+    }
     int cart = 1, prod = 1;
     for (int d = 0; d < p->ndims; d++) {
         cart &= p->grid[d] == 0;
@@ -338,6 +352,9 @@ static weft_status_t local_info(const weft__comm_t *c, const weft_halo_params_t 
         r /= in->grid[d];
     }
     return WEFT_SUCCESS;
+overflow:
+    WEFT__ERROR("halo plan: the buffer size overflows");
+    return WEFT_ERR_HALO_PLAN;
 }
 
 /* Every rank, same data: consistent across ranks? (logged by rank 0) */
@@ -386,6 +403,34 @@ static weft_status_t check_all(const halo_info_t *all, int p, int me)
     return WEFT_SUCCESS;
 }
 
+/* Plan handles: generation-checked (lib/handle.h), as communicators': a
+ * destroyed plan, or one from before a weft_finalize, is refused
+ * (WEFT_ERR_INVALID_ARG). weft_finalize frees the plans still alive. */
+static weft__htab_t plans = WEFT__HTAB_INITIALIZER;
+
+static weft_status_t plan_get(weft_halo_plan_t h, struct weft_halo_plan **out)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    struct weft_halo_plan *pl = weft__htab_get(&plans, (uint64_t)(uintptr_t)h);
+    if (pl == NULL) {
+        WEFT__ERROR("halo: %s plan handle", h == NULL ? "NULL" : "destroyed or unknown");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    *out = pl;
+    return WEFT_SUCCESS;
+}
+
+static void plan_free(void *p, void *unused)
+{
+    WEFT__UNUSED(unused);
+    struct weft_halo_plan *pl = p;
+    free(pl->stage);
+    free(pl);
+}
+
+/* weft_finalize, engine stopped: the plans' requests go with the others. */
+void weft__halo_fini(void) { weft__htab_retire_all(&plans, plan_free, NULL); }
+
 /* Collective over comm. Caller thread. */
 weft_status_t weft_halo_plan_create(weft_comm_t comm, const weft_halo_params_t *params,
                                     weft_halo_plan_t *plan)
@@ -394,21 +439,23 @@ weft_status_t weft_halo_plan_create(weft_comm_t comm, const weft_halo_params_t *
     halo_info_t mine, *all = NULL;
     struct weft_halo_plan *pl = NULL;
 
-    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
-    if (comm == NULL) return WEFT_ERR_INVALID_COMM;
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     if (params == NULL || plan == NULL || params->size < sizeof(weft_halo_params_t)) {
         WEFT__ERROR("halo plan: NULL params/plan or params->size not set (use "
                     "WEFT_HALO_PARAMS_INITIALIZER)");
         return WEFT_ERR_INVALID_ARG;
     }
-    weft__comm_t *c = weft__comm(comm);
     mine.err = 0;
     weft_status_t local_st = local_info(c, params, &mine);
     mine.err = local_st != WEFT_SUCCESS; /* still take part in the agreement below */
 
     all = malloc((size_t)c->size * sizeof *all);
     if (!all) return WEFT_ERR_NO_MEMORY; /* collective step not reached: caller's problem */
-    WEFT__CHECK_GOTO(weft_allgather(&mine, all, sizeof mine, WEFT_UINT8, comm), st, out);
+    /* Weft's own agreement: on a stream-bound communicator a user-level
+     * allgather would only be queued behind the stream's work, and this
+     * function would return (and free `all`) before it ran. */
+    WEFT__CHECK_GOTO(weft__allgather_internal(c, &mine, all, sizeof mine), st, out);
     if (local_st != WEFT_SUCCESS && local_st != WEFT_ERR_HALO_PLAN) {
         st = local_st; /* an MPI failure, logged where found */
         goto out;
@@ -446,7 +493,9 @@ weft_status_t weft_halo_plan_create(weft_comm_t comm, const weft_halo_params_t *
     atomic_init(&pl->busy, 0);
     pl->req = WEFT_REQUEST_NULL;
     WEFT__CHECK_GOTO(build_dirs(pl, params->corners != 0), st, out);
-    *plan = pl;
+    uint64_t h = 0;
+    WEFT__CHECK_GOTO((weft_status_t)weft__htab_add(&plans, pl, &h), st, out);
+    *plan = (weft_halo_plan_t)(uintptr_t)h;
     pl = NULL;
     goto out;
 overflow:
@@ -461,42 +510,53 @@ out:
     return st;
 }
 
+static weft_status_t wait_plan(struct weft_halo_plan *pl);
+
 weft_status_t weft_halo_plan_destroy(weft_halo_plan_t plan)
 {
     if (plan == NULL) return WEFT_SUCCESS;
-    weft_status_t st = weft_halo_wait(plan);
-    free(plan->stage);
-    free(plan);
+    struct weft_halo_plan *pl = NULL;
+    WEFT__CHECK(plan_get(plan, &pl));
+    weft_status_t st = wait_plan(pl);
+    if (!weft__htab_retire(&plans, (uint64_t)(uintptr_t)plan)) return WEFT_ERR_INVALID_ARG;
+    plan_free(pl, NULL);
     return st;
 }
 
 weft_status_t weft_halo_buffer_count(weft_halo_plan_t plan, size_t *count)
 {
-    if (plan == NULL || count == NULL) return WEFT_ERR_INVALID_ARG;
-    *count = plan->layout.outer * plan->layout.ext[0] * plan->layout.ext[1] * plan->layout.ext[2];
+    struct weft_halo_plan *pl = NULL;
+    WEFT__CHECK(plan_get(plan, &pl));
+    if (count == NULL) return WEFT_ERR_INVALID_ARG;
+    *count = pl->layout.outer * pl->layout.ext[0] * pl->layout.ext[1] * pl->layout.ext[2];
     return WEFT_SUCCESS;
 }
 
 weft_status_t weft_halo_coords(weft_halo_plan_t plan, int coords[WEFT_HALO_MAX_DIMS])
 {
-    if (plan == NULL || coords == NULL) return WEFT_ERR_INVALID_ARG;
-    for (int d = 0; d < WEFT_HALO_MAX_DIMS; d++) coords[d] = plan->coords[d];
+    struct weft_halo_plan *pl = NULL;
+    WEFT__CHECK(plan_get(plan, &pl));
+    if (coords == NULL) return WEFT_ERR_INVALID_ARG;
+    for (int d = 0; d < WEFT_HALO_MAX_DIMS; d++) coords[d] = pl->coords[d];
     return WEFT_SUCCESS;
 }
 
 /* ---- exchanges (any thread, one in flight per plan) ------------------------------- */
 /* blocking: issue without a request; the caller drives the op itself. */
-static weft_status_t start(weft_halo_plan_t pl, void *buffer, int mode, int blocking)
+static weft_status_t start(weft_halo_plan_t plan, void *buffer, int mode, int blocking)
 {
     weft_status_t st;
     weft__op_t *op;
-    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
-    if (pl == NULL || buffer == NULL) return WEFT_ERR_INVALID_ARG;
+    struct weft_halo_plan *pl = NULL;
+    WEFT__CHECK(plan_get(plan, &pl));
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(pl->handle, &c)); /* its communicator destroyed first */
+    if (buffer == NULL) return WEFT_ERR_INVALID_ARG;
     if (atomic_exchange_explicit(&pl->busy, 1, memory_order_acquire)) {
         WEFT__ERROR("halo: an exchange is already in flight on this plan");
         return WEFT_ERR_INVALID_ARG;
     }
-    WEFT__CHECK_GOTO(weft__op_new(pl->comm, WEFT__OP_HALO, &op), st, release);
+    WEFT__CHECK_GOTO(weft__op_new(c, WEFT__OP_HALO, &op), st, release);
     op->impl = &halo_impl;
     op->algo = halo_impl.id;
     op->sendbuf = buffer;
@@ -529,28 +589,36 @@ weft_status_t weft_halo_start_accumulate(weft_halo_plan_t plan, void *buffer)
     return start(plan, buffer, MODE_ACCUMULATE, 0);
 }
 
+static weft_status_t wait_plan(struct weft_halo_plan *pl)
+{
+    if (pl->req == WEFT_REQUEST_NULL) return WEFT_SUCCESS;
+    weft_status_t st = weft_wait(&pl->req);
+    pl->req = WEFT_REQUEST_NULL;
+    /* release: the buffer and staging are the caller's again */
+    atomic_store_explicit(&pl->busy, 0, memory_order_release);
+    return st;
+}
+
 weft_status_t weft_halo_wait(weft_halo_plan_t plan)
 {
-    if (plan == NULL) return WEFT_ERR_INVALID_ARG;
-    if (plan->req == WEFT_REQUEST_NULL) return WEFT_SUCCESS;
-    weft_status_t st = weft_wait(&plan->req);
-    plan->req = WEFT_REQUEST_NULL;
-    /* release: the buffer and staging are the caller's again */
-    atomic_store_explicit(&plan->busy, 0, memory_order_release);
-    return st;
+    struct weft_halo_plan *pl = NULL;
+    WEFT__CHECK(plan_get(plan, &pl));
+    return wait_plan(pl);
 }
 
 weft_status_t weft_halo_test(weft_halo_plan_t plan, int *done)
 {
-    if (plan == NULL || done == NULL) return WEFT_ERR_INVALID_ARG;
-    if (plan->req == WEFT_REQUEST_NULL) {
+    struct weft_halo_plan *pl = NULL;
+    WEFT__CHECK(plan_get(plan, &pl));
+    if (done == NULL) return WEFT_ERR_INVALID_ARG;
+    if (pl->req == WEFT_REQUEST_NULL) {
         *done = 1;
         return WEFT_SUCCESS;
     }
-    weft_status_t st = weft_test(&plan->req, done);
+    weft_status_t st = weft_test(&pl->req, done);
     if (*done || st < 0) {
-        plan->req = WEFT_REQUEST_NULL;
-        atomic_store_explicit(&plan->busy, 0, memory_order_release);
+        pl->req = WEFT_REQUEST_NULL;
+        atomic_store_explicit(&pl->busy, 0, memory_order_release);
     }
     return st;
 }

@@ -141,6 +141,7 @@ weft_status_t weft_finalize(void)
     weft_status_t st = weft__engine_stop(bound);
     atomic_store_explicit(&weft__g.initialized, 0, memory_order_release);
     weft__obs_fini();
+    weft__halo_fini();
     weft__comm_free_all();
     weft__request_fini();
     weft__scratch_trim();

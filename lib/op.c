@@ -70,7 +70,8 @@ weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t *
     atomic_init(&op->done, 0);
     op->status = WEFT_SUCCESS;
     op->detached = 0;
-    atomic_init(&op->cb_state, 0);
+    op->unbound = 0;
+    op->owned = NULL;
     op->cb_fn = NULL;
     op->cb_arg = NULL;
     op->kind = kind;
@@ -84,6 +85,10 @@ weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t *
 void weft__op_free(weft__op_t *op)
 {
     if (op->sop != NULL) weft__stream_op_release(op);
+    if (op->owned != NULL) {
+        free(op->owned);
+        op->owned = NULL;
+    }
     if (op_cache.n >= OP_CACHE_MAX) {
         free(op);
         return;
@@ -102,6 +107,36 @@ void weft__op_free(weft__op_t *op)
     op_cache.n++;
 }
 
+/* op->finish of a widened AVG: divide the wide sum, narrow into the caller's buffer. */
+static weft_status_t finish_avg_wide(weft__op_t *op)
+{
+    if (op->user_count > 0 && op->recvbuf != NULL)
+        weft__avg_narrow(op->user_recvbuf, op->recvbuf, op->user_count, op->user_dtype,
+                         op->comm->size);
+    return WEFT_SUCCESS;
+}
+
+/* Caller thread. */
+weft_status_t weft__avg_prepare(weft__op_t *op, size_t in_count, size_t out_count)
+{
+    const weft_datatype_t wide = weft__avg_wide(op->dtype);
+    const size_t es = weft__dtype_size(wide);
+    if (in_count > (SIZE_MAX / es) - out_count) return WEFT_ERR_COUNT_OVERFLOW;
+    char *mem = malloc((in_count + out_count) * es + 1);
+    if (mem == NULL) return WEFT_ERR_NO_MEMORY;
+    weft__avg_widen(mem, op->sendbuf, in_count, op->dtype);
+    op->owned = mem;
+    op->user_recvbuf = op->recvbuf;
+    op->user_count = op->recvbuf != NULL ? out_count : 0;
+    op->user_dtype = op->dtype;
+    op->sendbuf = mem;
+    op->recvbuf = op->recvbuf != NULL ? mem + in_count * es : NULL;
+    op->dtype = wide;
+    op->bytes = op->count * es;
+    op->finish = finish_avg_wide;
+    return WEFT_SUCCESS;
+}
+
 /* Any thread. The op belongs to Weft from here on. */
 weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
 {
@@ -112,7 +147,7 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
         return WEFT_ERR_COMM_BROKEN;
     }
     /* Every op passes here, so stream binding is decided in one place. */
-    st = weft__stream_prepare(op);
+    st = op->unbound ? WEFT_SUCCESS : weft__stream_prepare(op);
     if (st != WEFT_SUCCESS) {
         weft__op_free(op);
         return st;

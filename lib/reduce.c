@@ -342,3 +342,63 @@ void weft__scale_avg(void *buf, size_t count, weft_datatype_t dtype, int n)
         break;
     }
 }
+
+/* ---- AVG without overflow: the widened types ------------------------------------- */
+weft_datatype_t weft__avg_wide(weft_datatype_t dtype)
+{
+    switch (dtype) {
+    case WEFT_INT8: case WEFT_INT32: return WEFT_INT64;
+    case WEFT_UINT8: case WEFT_UINT32: return WEFT_UINT64;
+    case WEFT_FLOAT16: return WEFT_FLOAT32;
+    default: return dtype; /* int64/uint64 have no wider type; bfloat16 and
+                              float32/64 cannot overflow a sum of p values
+                              that is not already near their largest value */
+    }
+}
+
+#define WIDEN_INT(T, W)                                                       \
+    do {                                                                      \
+        const T *restrict s = src;                                            \
+        W *restrict d = dst;                                                  \
+        for (size_t i = 0; i < count; i++) d[i] = (W)s[i];                    \
+    } while (0)
+
+/* Thread contract: any thread. */
+void weft__avg_widen(void *dst, const void *src, size_t count, weft_datatype_t dtype)
+{
+    switch (dtype) {
+    case WEFT_INT8: WIDEN_INT(int8_t, int64_t); break;
+    case WEFT_INT32: WIDEN_INT(int32_t, int64_t); break;
+    case WEFT_UINT8: WIDEN_INT(uint8_t, uint64_t); break;
+    case WEFT_UINT32: WIDEN_INT(uint32_t, uint64_t); break;
+    case WEFT_FLOAT16: widen(dst, src, count, 0); break;
+    default: WEFT__ERROR("weft__avg_widen: datatype %d has no wider type", (int)dtype); break;
+    }
+}
+
+#define NARROW_INT(T, W)                                                      \
+    do {                                                                      \
+        const W *restrict s = src;                                            \
+        T *restrict d = dst;                                                  \
+        const W div = (W)n;                                                   \
+        for (size_t i = 0; i < count; i++) d[i] = (T)(s[i] / div);            \
+    } while (0)
+
+/* Thread contract: any thread. */
+void weft__avg_narrow(void *dst, const void *src, size_t count, weft_datatype_t dtype, int n)
+{
+    switch (dtype) {
+    case WEFT_INT8: NARROW_INT(int8_t, int64_t); break;
+    case WEFT_INT32: NARROW_INT(int32_t, int64_t); break;
+    case WEFT_UINT8: NARROW_INT(uint8_t, uint64_t); break;
+    case WEFT_UINT32: NARROW_INT(uint32_t, uint64_t); break;
+    case WEFT_FLOAT16: {
+        const float *restrict s = src;
+        uint16_t *restrict d = dst;
+        const float div = (float)n;
+        for (size_t i = 0; i < count; i++) d[i] = float_to_half(canonf(s[i] / div));
+        break;
+    }
+    default: WEFT__ERROR("weft__avg_narrow: datatype %d has no wider type", (int)dtype); break;
+    }
+}

@@ -2,8 +2,9 @@
  * request.c - request handles and completion.
  *
  * A handle is (generation << 32 | slot + 1). Slots live in chunks that never
- * move while Weft is initialised; a slot's generation changes every time it is
- * released, so a stale copy of a handle is recognised (WEFT_ERR_INVALID_REQUEST)
+ * move and are kept across weft_finalize; a slot's generation changes every
+ * time it is released, so a stale copy of a handle - also one from before a
+ * weft_finalize + weft_init - is recognised (WEFT_ERR_INVALID_REQUEST)
  * instead of touching someone else's operation.
  */
 #include <sched.h>
@@ -87,25 +88,44 @@ static void release_locked(uint32_t idx)
     R.free_head = idx + 1;
 }
 
-/* Free every slot and the ops nobody waited for. weft_finalize, engine stopped. */
+/* Free the ops nobody waited for and retire their handles. The chunks and
+ * their generations stay (reachable, reused by the next weft_init), so a
+ * handle from before a weft_finalize never names an operation of a later
+ * init. weft_finalize, engine stopped. */
 void weft__request_fini(void)
 {
     pthread_mutex_lock(&R.lock);
-    for (uint32_t c = 0; c * CHUNK_SLOTS < R.nslots; c++) {
-        for (uint32_t i = 0; i < CHUNK_SLOTS; i++)
-            if (R.chunks[c][i].in_use) weft__op_free(R.chunks[c][i].op);
-        free(R.chunks[c]);
-        R.chunks[c] = NULL;
+    for (uint32_t i = 0; i < R.nslots; i++) {
+        slot_t *s = slot_at(i);
+        if (!s->in_use) continue;
+        weft__op_free(s->op);
+        release_locked(i);
     }
-    R.nslots = 0;
-    R.free_head = 0;
     pthread_mutex_unlock(&R.lock);
 }
 
 /* ---- completion ------------------------------------------------------------------ */
-/* op->done: 0 running, OP_DONE complete, OP_SLEEPER running with a waiter
- * asleep on the futex (so the completer knows it must wake it). */
-enum { OP_DONE = 1, OP_SLEEPER = 2 };
+/*
+ * op->done, the futex word of an op: 0 while it runs, OP_DONE (a value of its
+ * own) once complete. While running it may carry OP_SLEEPER (a waiter sleeps
+ * on the futex: the completer must wake it) and OP_CB (a completion callback
+ * is registered); OP_CLOSING marks an op that finished with a callback and
+ * is published (OP_DONE) only once the progress lock is released, just before
+ * its callback runs. Keeping the callback flag in this word costs a finishing
+ * op no atomic instruction beyond the one that publishes it.
+ */
+enum { OP_DONE = 1, OP_SLEEPER = 2, OP_CB = 4, OP_CLOSING = 8 };
+
+/* Publish: status and output visible, a sleeper woken. */
+static void publish(weft__op_t *op)
+{
+    /* release: status and the output buffer are visible to whoever sees done
+     * (acquire: nothing). The wake-up syscall only when a waiter sleeps:
+     * most ops complete under their polling waiter, and a futex call would
+     * add a fifth to a small allreduce. */
+    uint32_t old = atomic_exchange_explicit(&op->done, OP_DONE, memory_order_acq_rel);
+    if (old & OP_SLEEPER) weft__futex_wake(&op->done);
+}
 
 void weft__op_complete(weft__op_t *op, weft_status_t status)
 {
@@ -113,32 +133,33 @@ void weft__op_complete(weft__op_t *op, weft_status_t status)
      * op (blocking call, or already waited on), it was freed there. */
     if (op->sop != NULL && weft__stream_op_complete(op, status)) return;
     op->status = status;
-    /* release: status and the output buffer are visible to whoever sees done
-     * (acquire: nothing). The wake-up syscall only when a waiter sleeps:
-     * most ops complete under their polling waiter, and a futex call would
-     * add a fifth to a small allreduce. */
-    uint32_t old = atomic_exchange_explicit(&op->done, OP_DONE, memory_order_acq_rel);
-    if (old == OP_SLEEPER)
-        weft__futex_wake(&op->done);
+    publish(op);
 }
 
 static bool is_done(weft__op_t *op)
 {
-    /* acquire: pairs with the release store in weft__op_complete. */
+    /* acquire: pairs with the release exchange in publish. */
     return atomic_load_explicit(&op->done, memory_order_acquire) == OP_DONE;
 }
 
-/* ---- completion callbacks -------------------------------------------------------- */
-/* op->cb_state: open (no callback yet), a callback registered, or closed (the
- * op finished: a registration from now on runs the callback itself). */
-enum { CB_OPEN = 0, CB_SET = 1, CB_CLOSED = 2 };
-
-bool weft__op_close_callback(weft__op_t *op)
+bool weft__op_finish(weft__op_t *op, weft_status_t status)
 {
-    /* acq_rel: acquire the registrant's cb_fn/cb_arg (written before its
-     * release CAS); release the status stored before this call to a
-     * registrant that finds the op closed. */
-    return atomic_exchange_explicit(&op->cb_state, CB_CLOSED, memory_order_acq_rel) == CB_SET;
+    if (op->sop != NULL) { /* never has a callback */
+        weft__op_complete(op, status);
+        return false;
+    }
+    op->status = status;
+    uint32_t cur = atomic_load_explicit(&op->done, memory_order_relaxed);
+    uint32_t next;
+    do {
+        next = (cur & OP_CB) ? (cur | OP_CLOSING) : OP_DONE;
+        /* acq_rel: release publishes status and output (OP_DONE); acquire
+         * takes the registrant's cb_fn/cb_arg (OP_CB was set by a release CAS) */
+    } while (!atomic_compare_exchange_weak_explicit(&op->done, &cur, next, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    if (cur & OP_CB) return true; /* weft__op_complete_callback publishes it */
+    if (cur & OP_SLEEPER) weft__futex_wake(&op->done);
+    return false;
 }
 
 void weft__op_complete_callback(weft__op_t *op)
@@ -146,7 +167,7 @@ void weft__op_complete_callback(weft__op_t *op)
     const weft_request_callback_t fn = op->cb_fn;
     void *const arg = op->cb_arg;
     const weft_status_t st = op->status;
-    weft__op_complete(op, st); /* a waiter may free op from here on */
+    publish(op); /* a waiter may free op from here on */
     fn(arg, st);
 }
 
@@ -174,16 +195,15 @@ weft_status_t weft_request_on_complete(weft_request_t req, weft_request_callback
     }
     op->cb_fn = fn;
     op->cb_arg = arg;
-    uint32_t open = CB_OPEN;
-    /* release: cb_fn/cb_arg to the finisher's exchange; acquire on failure:
-     * the finisher's status. */
-    if (atomic_compare_exchange_strong_explicit(&op->cb_state, &open, CB_SET,
-                                                memory_order_acq_rel, memory_order_acquire))
-        goto out;
-    /* Closed: the op finished or is between finishing and publishing (a few
-     * instructions on the engine side, without this lock). Run fn here, once
-     * it is published, outside the lock. */
-    while (!is_done(op)) sched_yield();
+    uint32_t cur = atomic_load_explicit(&op->done, memory_order_acquire);
+    while (cur != OP_DONE) {
+        /* release: cb_fn/cb_arg to the finisher's CAS (acquire) */
+        if (atomic_compare_exchange_weak_explicit(&op->done, &cur, cur | OP_CB, memory_order_release,
+                                                  memory_order_acquire))
+            goto out;
+    }
+    /* Already complete (acquire above: its status is visible): run fn here,
+     * outside the lock. */
     const weft_status_t op_st = op->status;
     pthread_mutex_unlock(&R.lock);
     fn(arg, op_st);
@@ -266,12 +286,14 @@ void weft__op_wait_done(weft__op_t *op)
     /* Hand over: the engine stays awake while ops are in flight and wakes
      * this futex when the op completes; the timeout is only a safety net. */
     while (!is_done(op)) {
-        uint32_t running = 0;
-        /* announce the sleeper; fails if done (exit) or already announced */
-        atomic_compare_exchange_strong_explicit(&op->done, &running, OP_SLEEPER,
-                                                memory_order_acq_rel, memory_order_acquire);
-        if (is_done(op)) break;
-        weft__futex_wait(&op->done, OP_SLEEPER, 10 * 1000 * 1000L);
+        /* announce the sleeper (keeping the callback flags); not once done */
+        uint32_t cur = atomic_load_explicit(&op->done, memory_order_acquire);
+        while (cur != OP_DONE && !(cur & OP_SLEEPER) &&
+               !atomic_compare_exchange_weak_explicit(&op->done, &cur, cur | OP_SLEEPER,
+                                                      memory_order_acq_rel, memory_order_acquire)) {
+        }
+        if (cur == OP_DONE || is_done(op)) break;
+        weft__futex_wait(&op->done, cur | OP_SLEEPER, 10 * 1000 * 1000L);
     }
 }
 

@@ -324,14 +324,14 @@ weft_algo_t weft__select(weft__comm_t *c, weft_coll_t coll, size_t bytes, weft_d
 weft_status_t weft_query_algo(weft_comm_t comm, weft_coll_t coll, size_t count,
                               weft_datatype_t dtype, weft_algo_t *algo)
 {
-    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
-    if (comm == NULL) return WEFT_ERR_INVALID_COMM;
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
     if (algo == NULL || (unsigned)coll >= WEFT_COLL_COUNT) return WEFT_ERR_INVALID_ARG;
     size_t es = weft__dtype_size(dtype);
     if (es == 0) return WEFT_ERR_DATATYPE;
     if (count > SIZE_MAX / es) return WEFT_ERR_COUNT_OVERFLOW;
-    *algo = weft__select(weft__comm(comm), coll, count * es, dtype);
-    *algo = weft__stream_query_algo(weft__comm(comm), coll, count * es, dtype, *algo);
+    const weft_algo_t a = weft__select(c, coll, count * es, dtype);
+    *algo = weft__stream_query_algo(c, coll, count * es, dtype, a);
     return WEFT_SUCCESS;
 }
 

@@ -16,6 +16,7 @@
 
 #include "weft.h"
 #include "weft_mpi.h"
+#include "handle.h"
 #include "log.h"
 
 #define WEFT__UNUSED(x) ((void)(x))
@@ -50,6 +51,7 @@ typedef struct weft__config {
     int wait_spin_us;                        /* WEFT_WAIT_SPIN_US */
     int linger_us;                           /* WEFT_LINGER_US */
     size_t fused_reduce_max;                 /* WEFT_FUSED_REDUCE_MAX bytes (0 = off) */
+    int check_args;                          /* WEFT_CHECK_ARGS: collectives agree on arguments */
 } weft__config_t;
 
 extern weft__config_t weft__cfg;
@@ -86,6 +88,16 @@ void weft__reduce3(void *out, const void *a, const void *b, size_t count, weft_d
                    weft_op_t op);
 /** buf[i] /= n for AVG (integers: truncating division). */
 void weft__scale_avg(void *buf, size_t count, weft_datatype_t dtype, int n);
+/**
+ * AVG without overflow: int8/int32 are summed in int64, uint8/uint32 in
+ * uint64, float16 in float32 (weft__avg_wide; other types are their own).
+ * weft__avg_widen converts an input to the wide type; weft__avg_narrow
+ * divides the wide sum by n and converts back (integers: C's truncating
+ * division, whose result always fits). Any thread.
+ */
+weft_datatype_t weft__avg_wide(weft_datatype_t dtype);
+void weft__avg_widen(void *dst, const void *src, size_t count, weft_datatype_t dtype);
+void weft__avg_narrow(void *dst, const void *src, size_t count, weft_datatype_t dtype, int n);
 
 /* ---- transport (backends/mpi, backends/ucx) ---------------------------- */
 struct weft__comm;
@@ -212,6 +224,7 @@ typedef struct weft__cost {
 /* ---- communicators ------------------------------------------------------ */
 typedef struct weft__comm {
     MPI_Comm mpi;             /* duplicate, MPI_ERRORS_RETURN */
+    MPI_Comm mpi_check;       /* WEFT_CHECK_ARGS: a second duplicate for argument agreement */
     int rank, size;
     int pof2;                 /* largest power of two <= size */
     weft_stream_t stream;
@@ -223,7 +236,7 @@ typedef struct weft__comm {
     int id;                   /* small id for logs and traces */
     weft__cost_t cost;        /* alpha/beta/gamma agreed by all ranks */
     void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
-    struct weft__comm *next_live; /* list of live comms (finalize frees leftovers) */
+    uint64_t handle;          /* the public handle (lib/comm.c, lib/handle.h) */
     /* Written on every issue (caller) and completion (engine): a line of
      * their own, so that the read-mostly fields above stay shared in both
      * threads' caches. */
@@ -235,7 +248,9 @@ typedef struct weft__comm {
 
 struct weft_comm { weft__comm_t c; };
 
-static inline weft__comm_t *weft__comm(weft_comm_t comm) { return (weft__comm_t *)comm; }
+/* weft__comm_get: the communicator behind a public handle (below, after weft__is_init). */
+/** Free the halo plans still alive (lib/halo.c). weft_finalize, engine stopped. */
+void weft__halo_fini(void);
 
 /* ---- operations ----------------------------------------------------------- */
 /* What kind of operation (for profiles, traces, logs). */
@@ -304,6 +319,14 @@ struct weft__op {
     bool (*ready)(weft__op_t *op);
     /** Optional: runs once on the engine side after success, before completion. */
     weft_status_t (*finish)(weft__op_t *op);
+    /** Weft's own step on a user's communicator (an agreement): never bound
+     * to the communicator's stream, ordered with its collectives. */
+    int unbound;
+    /** Memory the op owns, freed with it (the widened AVG's buffers). */
+    void *owned;
+    void *user_recvbuf;      /* widened AVG: the caller's output buffer */
+    size_t user_count;       /* widened AVG: elements of this rank's output */
+    weft_datatype_t user_dtype; /* widened AVG: the caller's datatype */
     /** lib/stream.c: stream-side state of an op on a stream-bound comm (NULL otherwise). */
     struct weft__stream_op *sop;
 
@@ -327,21 +350,60 @@ struct weft__op {
     weft_status_t status;    /* written before done = 1 (release) */
     int detached;            /* no request handle: freed by the engine */
     /* completion callback (weft_request_on_complete, lib/request.c): fn and
-     * arg written under the request lock before cb_state becomes CB_SET */
-    _Atomic uint32_t cb_state;
+     * arg written under the request lock before OP_CB is set in `done` */
     weft_request_callback_t cb_fn;
     void *cb_arg;
 };
 
 /**
- * Engine side, as the op finishes (progress lock held, status stored): closes
- * the op to callback registration. True when a callback was registered: the
- * op must then be published by weft__op_complete_callback once the progress
- * lock is released, so that the user's callback never runs under it.
+ * Engine side, as the op finishes (progress lock held): store the status and
+ * publish the op, as weft__op_complete, unless a completion callback is
+ * registered: then return true and leave it unpublished, to be published by
+ * weft__op_complete_callback once the progress lock is released, so that the
+ * user's callback never runs under it.
  */
-bool weft__op_close_callback(weft__op_t *op);
+bool weft__op_finish(weft__op_t *op, weft_status_t status);
 /** Publish op (as weft__op_complete) and run its callback. Progress lock not held. */
 void weft__op_complete_callback(weft__op_t *op);
+
+/**
+ * The arguments of a collective call as every rank must pass them alike;
+ * -1 where a field does not apply.
+ */
+typedef struct weft__coll_args {
+    weft_coll_t coll;
+    long long count;
+    int dtype, op, root;
+} weft__coll_args_t;
+/**
+ * Every collective entry point calls this once, after it found its
+ * communicator, with st its own checks' verdict (WEFT_SUCCESS: about to
+ * issue). A refused call still takes its place in c's collective order, so
+ * that a later collective never matches the messages of one that other ranks
+ * issued and this rank refused. Under WEFT_CHECK_ARGS=1 the ranks first
+ * agree: a refusal or an argument that differs on any rank fails the call on
+ * every rank (WEFT_ERR_INVALID_ARG where this rank's own checks passed).
+ * Returns the call's status. Caller thread.
+ */
+weft_status_t weft__coll_agree(weft__comm_t *c, weft_status_t st, const weft__coll_args_t *a);
+
+/**
+ * A blocking allgather of `bytes` per rank that Weft itself runs on a user's
+ * communicator (an agreement step): it takes its place in c's collective
+ * order like any collective but is never bound to c's stream, so it has
+ * finished when this returns, also on a stream-bound communicator. Caller
+ * thread, as a collective on c.
+ */
+weft_status_t weft__allgather_internal(weft__comm_t *c, const void *mine, void *all, size_t bytes);
+
+/**
+ * Make op (an AVG allreduce, reduce_scatter or reduce, caller thread, before
+ * weft__issue) sum in the wide type: its input is widened into memory the op
+ * owns, the algorithm runs on the wide type, and a finish step divides and
+ * narrows into the caller's buffer. in_count / out_count: elements of the
+ * input and of this rank's output (0: none). Not for stream-bound ops.
+ */
+weft_status_t weft__avg_prepare(weft__op_t *op, size_t in_count, size_t out_count);
 
 /** Allocate and fill the common fields of an op (caller thread). */
 weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t **out);
@@ -612,5 +674,21 @@ weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int li
         (st) = (expr);                                                         \
         if (WEFT__UNLIKELY((st) < 0)) goto label;                              \
     } while (0)
+
+/** The communicators' handle table (lib/comm.c). */
+extern weft__htab_t weft__comms;
+/**
+ * The communicator behind a public handle: WEFT_ERR_NOT_INITIALIZED, or
+ * WEFT_ERR_INVALID_COMM for NULL, destroyed, made-up or earlier-init handles.
+ * Any thread; not concurrently with weft_comm_destroy of the same handle.
+ */
+static inline weft_status_t weft__comm_get(weft_comm_t comm, weft__comm_t **out)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    weft__comm_t *c = weft__htab_get(&weft__comms, (uint64_t)(uintptr_t)comm);
+    if (c == NULL) return WEFT_ERR_INVALID_COMM;
+    *out = c;
+    return WEFT_SUCCESS;
+}
 
 #endif /* WEFT_INTERNAL_H */

@@ -135,15 +135,12 @@ static void finish_op(weft__op_t *op, weft_status_t st)
     if (WEFT__OP_OBSERVED(op)) weft__obs_done(op, st); /* before op may be freed */
     atomic_fetch_sub_explicit(&op->comm->inflight, 1, memory_order_release);
     atomic_fetch_sub_explicit(&E.inflight, 1, memory_order_release);
-    op->status = st;
-    if (op->sop == NULL && weft__op_close_callback(op)) {
-        /* published by run_callbacks once the lock is released (order kept
-         * is not needed: callbacks of different ops are unordered) */
+    if (weft__op_finish(op, st)) {
+        /* a callback: published by run_callbacks once the lock is released
+         * (callbacks of different ops have no order) */
         op->next = E.callbacks;
         E.callbacks = op;
-        return;
     }
-    weft__op_complete(op, st);
 }
 
 /* Publish the ops taken off E.callbacks and run their callbacks. Progress

@@ -7,11 +7,11 @@ cd "$(dirname "$0")/.."
 dir=${1:-build-tsan}
 rm -rf "$dir"
 meson setup "$dir" -Db_sanitize=thread -Dbuildtype=debugoptimized -Dloom=false >/dev/null
-ninja -C "$dir" -j"$(nproc)" tests/mpi/mpi_inflight tests/mpi/mpi_allreduce tests/mpi/mpi_errors tests/mpi/mpi_embed
+ninja -C "$dir" -j"$(nproc)" tests/mpi/mpi_inflight tests/mpi/mpi_allreduce tests/mpi/mpi_errors tests/mpi/mpi_embed tests/mpi/mpi_handles
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 report_signal_unsafe=0"
 fail=0
-for t in "inflight 2 WEFT_TRANSPORT=mpi" "inflight 2 WEFT_TRANSPORT=ucx" "allreduce 3 WEFT_TRANSPORT=mpi" "errors 2 WEFT_TRANSPORT=mpi" "embed 2 WEFT_TRANSPORT=mpi" "embed 3 WEFT_TRANSPORT=ucx"; do
+for t in "inflight 2 WEFT_TRANSPORT=mpi" "inflight 2 WEFT_TRANSPORT=ucx" "allreduce 3 WEFT_TRANSPORT=mpi" "errors 2 WEFT_TRANSPORT=mpi" "embed 2 WEFT_TRANSPORT=mpi" "embed 3 WEFT_TRANSPORT=ucx" "handles 2 WEFT_TRANSPORT=mpi"; do
   set -- $t
   log="$dir/tsan-$1-$2-${3#WEFT_TRANSPORT=}.log"
   if env "$3" WEFT_TIMEOUT=120 timeout 300 mpiexec -n "$2" "$dir/tests/mpi/mpi_$1" >"$log" 2>&1 &&

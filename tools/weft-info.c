@@ -289,7 +289,14 @@ int main(int argc, char **argv)
             rc = 1;
             goto out;
         }
-        cost = weft__comm(world)->cost;
+        weft__comm_t *wc = NULL;
+        st = weft__comm_get(world, &wc);
+        if (st != WEFT_SUCCESS) {
+            fprintf(stderr, "weft-info: %s\n", weft_strerror(st));
+            rc = 1;
+            goto out;
+        }
+        cost = wc->cost;
         src = file_cost ? "tuning file" : weft__cfg.measure ? "measured on MPI_COMM_WORLD" : "built-in defaults";
     } else {
         /* Same path as a real communicator's creation, on one rank: takes the

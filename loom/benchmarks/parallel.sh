@@ -16,8 +16,8 @@ REPEAT=${2:-3}
 LOOM=$BUILD/loom/loom
 [ -x "$LOOM" ] || { echo "no $LOOM: build first (ninja -C $BUILD)" >&2; exit 2; }
 export OPENBLAS_NUM_THREADS=1
-RES="train --model resnet20 --batch 32 --steps 40 --interval 40 --limit-test 1000"
-MESH="train --model mesh --batch 4 --train-samples 48 --test-samples 8 --interval 12"
+RES="train --model resnet20 --batch 32 --steps 40 --interval 40 --limit-test 1000 --epochs 1 --threads 1"
+MESH="train --model mesh --batch 4 --train-samples 48 --test-samples 8 --interval 12 --epochs 1 --threads 1 --lr 0.05"
 cases=(
   "resnet20 dp1 overlap|1|$RES --data-parallel 1"
   "resnet20 dp2 overlap 25MiB|2|$RES --data-parallel 2"

@@ -58,7 +58,7 @@ echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ 
 [ "$REF" = pytorch ] && echo "# reference: PyTorch $("$PY" -W ignore -c 'import torch; print(torch.__version__)') (CPU)"
 echo "# loom: $LOOM"
 
-rate() { sed -n 's/^Img\/sec: \([0-9.]*\) +- \([0-9.]*\)$/\1 \2/p' "$1"; }
+rate() { sed -n 's/^Img\/sec\( per rank\)\{0,1\}: \([0-9.]*\) +- *\([0-9.]*\)$/\2 \3/p' "$1"; }
 
 tmp=$(mktemp -d /tmp/loom_vs.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -242,6 +242,9 @@ int loom_model_forward(loom_model_t *m, int n, int training);
 int loom_model_backward(loom_model_t *m, int n);
 void loom_model_zero_grad(loom_model_t *m);
 void loom_model_set_seed(loom_model_t *m, uint64_t seed); /* dropout stream */
+/* The dropout stream itself, read and restored by checkpoints.  Thread: the
+ * model's. */
+loom_rng_t *loom_model_rng(loom_model_t *m);
 /* Backward hook: called after layer `op` ran backward, with ready_from such
  * that the flat gradients [ready_from, param_count) are final for this step
  * (parameters lie in layer order, backward runs in reverse).  A negative
@@ -320,6 +323,15 @@ float loom_optim_lr(const loom_optim_t *o); /* learning rate of the next step */
 void loom_optim_step(loom_optim_t *o, float *params, const float *grads,
                      const unsigned char *decay_mask);
 long loom_optim_steps(const loom_optim_t *o);
+/* The optimiser's state, for checkpoints: moment k (0: SGD momentum buffer
+ * or Adam's first moment, 1: Adam's second moment) as nparams floats, NULL
+ * where the optimiser has none; and the step count, which with the
+ * descriptor fixes the schedule.  Restoring both (memcpy into the moments,
+ * loom_optim_set_steps) resumes the exact update sequence.  Thread: the
+ * optimiser's (not concurrent with loom_optim_step). */
+float *loom_optim_moment(loom_optim_t *o, int k);
+size_t loom_optim_size(const loom_optim_t *o); /* nparams */
+void loom_optim_set_steps(loom_optim_t *o, long t);
 /* Per-float mask: 1 where weight decay applies (built from the model). */
 unsigned char *loom_model_decay_mask(const loom_model_t *m);
 
@@ -361,6 +373,11 @@ void loom_loader_destroy(loom_loader_t *l);
 int loom_loader_batches(const loom_loader_t *l); /* per epoch */
 /* Starts an epoch (reshuffles with seed+epoch). */
 int loom_loader_start_epoch(loom_loader_t *l, int epoch);
+/* Starts an epoch at batch `first` (0 <= first <= batches): the batches
+ * handed out are exactly those an uninterrupted epoch hands out from there
+ * (shuffle and augmentation depend on (seed, epoch, batch) only), which is
+ * how a resumed run continues.  Thread: the consumer's. */
+int loom_loader_start_epoch_at(loom_loader_t *l, int epoch, int first);
 /* Copies the next batch into x and labels; returns its size, 0 at epoch end,
  * or a negative status. */
 int loom_loader_next(loom_loader_t *l, float *x, int32_t *labels);

@@ -132,16 +132,6 @@ double loom_spatial_wait_seconds(const loom_spatial_t *s);
 /* Bytes the executor adds to the model's: halo-padded copies, workspace. */
 size_t loom_spatial_extra_bytes(const loom_spatial_t *s);
 
-/* The parallel `loom train` (par_main.c): loom_par_wanted says whether the
- * command line asks for it; loom_par_main runs it (initialises Weft). */
-int loom_par_wanted(int argc, char **argv);
-int loom_par_main(int argc, char **argv);
-/* `mpiexec -n P loom dp-step` (dp_step.c): the data-parallel step with
- * device-style compute, overlap against blocking.  Called by loom_par_main
- * between weft_init and weft_finalize; returns the exit status (0, 1 run-time
- * failure, 2 bad options).  Thread: the main thread. */
-int loom_dp_step_main(int argc, char **argv);
-
 #ifdef __cplusplus
 }
 #endif

@@ -18,9 +18,6 @@
             goto label;                  \
     } while (0)
 
-/* The command line's exit code for a usage error (main.c, par_main.c, dp_step.c). */
-#define EXIT_USAGE 2
-
 void *loom__alloc(size_t bytes);   /* 64-byte aligned, zeroed; NULL on failure */
 void loom__free(void *p);
 
@@ -50,21 +47,5 @@ void loom__sum_dy_dyx(const float *g, const float *x, size_t n, float m, double 
 int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
                          const int accum[2], loom_shape_t is, int r, const float *y,
                          const float *dy, float *dx, int acc);
-
-/* A command-line error of a parallel command: rank 0 prints "loom: " fmt
- * (with one string argument) and where the options are ('loom CMD --help').
- * Returns -1.  Thread: the main thread. */
-int loom__usage_error(int rank, const char *cmd, const char *fmt, const char *arg);
-
-/* A parallel command's run failed on this rank, maybe on this rank alone:
- * with more than one rank, MPI_Abort the job (the others may wait in a
- * collective); returns with one.  The loom executable (par_main.c), main
- * thread. */
-void loom__abort_job(int size);
-
-/* An option's value v as a number: the whole string, finite (no inf or nan).
- * Returns 0 if it is not one, 1 for a number, 2 for a whole number in
- * [0, 1e9]; *d is set unless 0.  Any thread. */
-int loom__parse_number(const char *v, double *d);
 
 #endif

@@ -295,32 +295,97 @@ static void pool_window(const loom_pool_desc_t *d, loom_shape_t s, int oh, int o
     *w1 = ws + d->kw < s.w ? ws + d->kw : s.w;
 }
 
+typedef struct {
+    const loom_pool_desc_t *d;
+    loom_shape_t s;
+    const float *x;
+    float *y;
+    int32_t *argmax;
+    int ho, wo;
+} maxpool_job_t;
+
+/* Planes [b, e) of the job: each window scanned in row-major order, the
+ * first tap taken and a later one only when strictly greater (so the first
+ * maximum wins, as the reference); branch-free selects, the window bounds
+ * of a row computed once per output row. */
+static void maxpool_task(void *arg, int tid, int nt)
+{
+    const maxpool_job_t *j = arg;
+    const loom_pool_desc_t *d = j->d;
+    const loom_shape_t s = j->s;
+    const int ho = j->ho, wo = j->wo, W = s.w;
+    size_t b, e;
+    loom__range((size_t)s.n * s.c, tid, nt, &b, &e);
+    for (size_t nc = b; nc < e; nc++) {
+        const float *xc = j->x + nc * s.h * s.w;
+        float *yc = j->y + nc * ho * wo;
+        int32_t *ac = j->argmax + nc * ho * wo;
+        for (int oh = 0; oh < ho; oh++) {
+            int h0, h1, w0, w1;
+            pool_window(d, s, oh, 0, &h0, &h1, &w0, &w1);
+            for (int ow = 0; ow < wo; ow++) {
+                const int ws = ow * d->stride_w - d->pad_w;
+                w0 = ws < 0 ? 0 : ws;
+                w1 = ws + d->kw < W ? ws + d->kw : W;
+                float *yo = &yc[oh * wo + ow];
+                int32_t *ao = &ac[oh * wo + ow];
+                if (h0 >= h1 || w0 >= w1) { /* the window holds only padding */
+                    *yo = 0.0f;
+                    *ao = -1;
+                    continue;
+                }
+                float best = xc[h0 * W + w0];
+                int32_t bi = h0 * W + w0;
+                for (int iw = w0 + 1; iw < w1; iw++) {
+                    const float v = xc[h0 * W + iw];
+                    const int gt = v > best;
+                    best = gt ? v : best;
+                    bi = gt ? h0 * W + iw : bi;
+                }
+                for (int ih = h0 + 1; ih < h1; ih++)
+                    for (int iw = w0; iw < w1; iw++) {
+                        const float v = xc[ih * W + iw];
+                        const int gt = v > best;
+                        best = gt ? v : best;
+                        bi = gt ? ih * W + iw : bi;
+                    }
+                *yo = best;
+                *ao = bi;
+            }
+        }
+    }
+}
+
 void loom_maxpool_forward(const loom_pool_desc_t *d, loom_shape_t s, const float *x, float *y,
                           int32_t *argmax)
 {
-    const int ho = pool_out(s.h, d->kh, d->stride_h, d->pad_h);
-    const int wo = pool_out(s.w, d->kw, d->stride_w, d->pad_w);
-    for (size_t nc = 0; nc < (size_t)s.n * s.c; nc++) {
-        const float *xc = x + nc * s.h * s.w;
-        float *yc = y + nc * ho * wo;
-        int32_t *ac = argmax + nc * ho * wo;
-        for (int oh = 0; oh < ho; oh++)
-            for (int ow = 0; ow < wo; ow++) {
-                float best = -FLT_MAX;
-                int32_t bi = -1;
-                int h0, h1, w0, w1;
-                pool_window(d, s, oh, ow, &h0, &h1, &w0, &w1);
-                for (int ih = h0; ih < h1; ih++)
-                    for (int iw = w0; iw < w1; iw++) {
-                        float v = xc[ih * s.w + iw];
-                        if (bi < 0 || v > best) {
-                            best = v;
-                            bi = ih * s.w + iw;
-                        }
-                    }
-                yc[oh * wo + ow] = bi < 0 ? 0.0f : best;
-                ac[oh * wo + ow] = bi;
-            }
+    maxpool_job_t j = {d, s, x, y, argmax, pool_out(s.h, d->kh, d->stride_h, d->pad_h),
+                       pool_out(s.w, d->kw, d->stride_w, d->pad_w)};
+    loom__parallel(maxpool_task, &j);
+}
+
+typedef struct {
+    loom_shape_t s;
+    const float *dy;
+    const int32_t *argmax;
+    float *dx;
+    int accum, hw_out;
+} maxpool_bwd_job_t;
+
+/* Planes [b, e): each output's gradient to its argmax (planes are disjoint). */
+static void maxpool_bwd_task(void *arg, int tid, int nt)
+{
+    const maxpool_bwd_job_t *j = arg;
+    const size_t hw = (size_t)j->s.h * j->s.w;
+    size_t b, e;
+    loom__range((size_t)j->s.n * j->s.c, tid, nt, &b, &e);
+    for (size_t nc = b; nc < e; nc++) {
+        float *xc = j->dx + nc * hw;
+        const float *gc = j->dy + nc * j->hw_out;
+        const int32_t *ac = j->argmax + nc * j->hw_out;
+        if (!j->accum) memset(xc, 0, sizeof(float) * hw);
+        for (int i = 0; i < j->hw_out; i++)
+            if (ac[i] >= 0) xc[ac[i]] += gc[i];
     }
 }
 
@@ -329,16 +394,8 @@ void loom_maxpool_backward(const loom_pool_desc_t *d, loom_shape_t s, const floa
 {
     const int ho = pool_out(s.h, d->kh, d->stride_h, d->pad_h);
     const int wo = pool_out(s.w, d->kw, d->stride_w, d->pad_w);
-    if (!accum_dx)
-        memset(dx, 0, sizeof(float) * loom_shape_count(s));
-    for (size_t nc = 0; nc < (size_t)s.n * s.c; nc++) {
-        float *xc = dx + nc * s.h * s.w;
-        const float *gc = dy + nc * ho * wo;
-        const int32_t *ac = argmax + nc * ho * wo;
-        for (int i = 0; i < ho * wo; i++)
-            if (ac[i] >= 0)
-                xc[ac[i]] += gc[i];
-    }
+    maxpool_bwd_job_t j = {s, dy, argmax, dx, accum_dx, ho * wo};
+    loom__parallel(maxpool_bwd_task, &j);
 }
 
 void loom_avgpool_forward(const loom_pool_desc_t *d, loom_shape_t s, const float *x, float *y)

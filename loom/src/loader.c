@@ -190,8 +190,16 @@ int loom_loader_batches(const loom_loader_t *l) { return l->nbatches; }
 
 int loom_loader_start_epoch(loom_loader_t *l, int epoch)
 {
+    return loom_loader_start_epoch_at(l, epoch, 0);
+}
+
+int loom_loader_start_epoch_at(loom_loader_t *l, int epoch, int first)
+{
+    if (first < 0 || first > l->nbatches)
+        return loom_error(LOOM_ERR_INVALID, "loader: batch %d of an epoch of %d batches", first,
+                          l->nbatches);
     if (!l->d.ds) {
-        l->consume = 0;
+        l->consume = first;
         return LOOM_OK;
     }
     pthread_mutex_lock(&l->mu);
@@ -211,7 +219,7 @@ int loom_loader_start_epoch(loom_loader_t *l, int epoch)
         }
     }
     l->ready[0] = l->ready[1] = 0;
-    l->produce = l->consume = 0;
+    l->produce = l->consume = first;
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
     return LOOM_OK;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
+#include <zlib.h>
 
 enum { MAX_FEATURES = 8 };
 
@@ -187,16 +188,20 @@ int loom_mesh_sample(const loom_mesh_desc_t *d, uint64_t index, float *x, float 
 }
 
 /* ------------------------------------------------------------------ files */
+/* zlib's CRC-32 (the same polynomial and conditioning as the bit-serial
+ * loop that wrote version 1 files, so those still load); chunked because
+ * crc32's length is a uInt. */
 static uint32_t crc32_update(uint32_t crc, const void *p, size_t n)
 {
     const unsigned char *b = p;
-    crc = ~crc;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= b[i];
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1u)));
+    uLong c = crc;
+    while (n > 0) {
+        uInt k = n > (1u << 30) ? (1u << 30) : (uInt)n;
+        c = crc32(c, b, k);
+        b += k;
+        n -= k;
     }
-    return ~crc;
+    return (uint32_t)c;
 }
 
 #define MESH_MAGIC "LOOMMESH"

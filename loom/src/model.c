@@ -232,8 +232,11 @@ int loom_add_conv(loom_model_t *m, const char *name, int x, int cout, int k, int
     loom_conv_desc_t d = {.cin = s.c, .cout = cout, .kh = k, .kw = k, .stride_h = stride,
                           .stride_w = stride, .pad_h = pad, .pad_w = pad, .dil_h = dil,
                           .dil_w = dil, .groups = groups, .bias = bias};
-    if ((st = loom_conv_check(&d, s.h, s.w)) < 0)
-        return loom_error(st, "%s: %s", name, loom_last_error());
+    if ((st = loom_conv_check(&d, s.h, s.w)) < 0) {
+        char why[512]; /* loom_error writes the buffer loom_last_error reads */
+        snprintf(why, sizeof why, "%s", loom_last_error());
+        return loom_error(st, "%s: %s", name, why);
+    }
     loom_shape_t o = {s.n, cout, loom_conv_out_size(s.h, k, stride, pad, dil),
                       loom_conv_out_size(s.w, k, stride, pad, dil)};
     int oi = push_op(m, LOOM_OP_CONV, name, &x, 1, o, 0);
@@ -565,6 +568,8 @@ float *loom_model_grads(loom_model_t *m) { return m->gflat; }
 size_t loom_model_buffer_count(const loom_model_t *m) { return m->buf_floats; }
 float *loom_model_buffers(loom_model_t *m) { return m->bflat; }
 void loom_model_set_seed(loom_model_t *m, uint64_t seed) { loom_rng_seed(&m->rng, seed); }
+
+loom_rng_t *loom_model_rng(loom_model_t *m) { return &m->rng; }
 void loom_model_zero_grad(loom_model_t *m) { memset(m->gflat, 0, sizeof(float) * m->param_floats); }
 
 double loom_model_flops(const loom_model_t *m)

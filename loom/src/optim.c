@@ -53,6 +53,21 @@ void loom_optim_destroy(loom_optim_t *o)
 
 long loom_optim_steps(const loom_optim_t *o) { return o->t; }
 
+void loom_optim_set_steps(loom_optim_t *o, long t) { o->t = t < 0 ? 0 : t; }
+
+size_t loom_optim_size(const loom_optim_t *o) { return o->n; }
+
+float *loom_optim_moment(loom_optim_t *o, int k)
+{
+    if (k == 0 && o->d.momentum != 0.0f)
+        return o->m1;
+    if (k == 0 && o->d.kind == LOOM_ADAM)
+        return o->m1;
+    if (k == 1 && o->d.kind == LOOM_ADAM)
+        return o->m2;
+    return NULL;
+}
+
 float loom_optim_lr(const loom_optim_t *o)
 {
     const loom_optim_desc_t *d = &o->d;

@@ -1,6 +1,5 @@
 /* util.c - status strings, error messages, threads setting, time, rng. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include "internal.h"
 
 #include <math.h>
@@ -99,25 +98,4 @@ float loom_rng_normal(loom_rng_t *r)
     double u1 = ((double)(loom_rng_u64(r) >> 11) + 1.0) * (1.0 / 9007199254740993.0);
     double u2 = (double)(loom_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
-}
-
-int loom__usage_error(int rank, const char *cmd, const char *fmt, const char *arg)
-{
-    if (rank == 0) {
-        fprintf(stderr, "loom: ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\nRun 'loom %s --help' for the options.\n", cmd);
-    }
-    return -1;
-}
-
-int loom__parse_number(const char *v, double *d)
-{
-    char *end = NULL;
-    errno = 0;
-    const double x = strtod(v, &end);
-    if (errno || end == v || *end != '\0' || !isfinite(x))
-        return 0;
-    *d = x;
-    return x == floor(x) && x >= 0 && x <= 1e9 ? 2 : 1;
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
-# test_cli.sh LOOM - the command line: help, bad arguments (a message and
-# exit status 2 or 1, never a crash), a short synthetic training run that
+# test_cli.sh LOOM - the command line on one process: --help and --version of
+# loom and each subcommand, bad arguments (a message naming the option and
+# exit status 2, or 1 for run-time failures, never a crash), a short synthetic training run that
 # ends with exactly one 'final:' line, checkpoint save, corrupt checkpoint
 # refused, bench output format.
 LOOM=${1:?usage: test_cli.sh path/to/loom}
@@ -28,39 +29,61 @@ expect() {
 }
 
 expect 0 "Usage: loom" --help
-expect 0 "Usage: loom" train --help
+expect 0 "loom train \[--model" train --help
 expect 2 "Usage: loom"
 expect 2 "unknown command" frobnicate
-expect 2 "unknown option" train --bogus 3
-expect 2 "needs a value" train --epochs
-expect 2 "needs an integer" train --epochs zero
-expect 2 "needs an integer" train --batch -4
-expect 2 "needs an integer" train --batch 99999999999
-expect 2 "needs a number" train --lr nan
-expect 2 "needs a number" train --lr -1
-expect 2 "unknown data set" train --data imagenet
-expect 2 "unknown optimiser" train --optim rmsprop
-expect 2 "unknown schedule" train --schedule wobble
-expect 2 "unexpected argument" train resnet20
+expect 0 "^loom [0-9]*\.[0-9]* (Weft" --version
+for cmd in train eval bench summary; do
+    expect 0 "Usage: .*loom $cmd" $cmd --help
+    expect 0 "^loom [0-9]*\.[0-9]* (Weft" $cmd --version
+done
+expect 0 "--ckpt-dir DIR" train --help
+expect 0 "--resume DIR" train --help
+expect 0 "--data-parallel D" train --help
+# a bad option names the option and exits 2
+expect 2 "unknown option '--bogus'" train --bogus 3
+expect 2 "option --epochs needs a value" train --epochs
+expect 2 "option --metrics needs a value" train --metrics
+expect 2 "option --save needs a value" train --save
+expect 2 "--epochs needs a whole number" train --epochs zero
+expect 2 "--batch needs a whole number" train --batch -4
+expect 2 "--batch needs a whole number" train --batch 99999999999
+expect 2 "--lr needs a number" train --lr nan
+expect 2 "--lr needs a number" train --lr -1
+expect 2 "--lr needs a number .* (got 'x.csv')" train --lr x.csv
+expect 2 "--bucket-mb needs a number" train --bucket-mb inf
+expect 2 "option '--nesterov' takes no value" train --nesterov=1
+expect 2 "--data must be one of" train --data imagenet
+expect 2 "--optim must be one of sgd|adam" train --optim rmsprop
+expect 2 "--schedule must be one of" train --schedule wobble
+expect 2 "--spatial wants HxW" train --spatial 2by1
+expect 2 "unexpected argument 'resnet20'" train resnet20
+expect 2 "'--iters' does not apply" train --iters 3
+expect 2 "Run 'loom train --help'" train --bogus 3
+expect 2 "mesh model only" train --model resnet8 --spatial 2x1 --synthetic
+expect 2 "D\*H\*W" train --model mesh --data-parallel 2
+expect 2 "need --ckpt-dir" train --synthetic --ckpt-every 3
+expect 2 "--ckpt-keep needs a whole number" train --synthetic --ckpt-dir "$tmp/c" --ckpt-keep 1
 expect 1 "unknown model" train --model resnet19 --data synthetic
 expect 1 "unknown model" summary --model vgg16
-expect 2 "needs an integer" summary --model resnet50 --image 0
-expect 2 "needs an integer" summary --model resnet20 --channels 0
+expect 2 "--image needs a whole number" summary --model resnet50 --image 0
+expect 2 "--channels needs a whole number" summary --model resnet20 --channels 0
 if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ]; then
     expect 1 "no full batch" train --batch 64 --limit-train 10 --epochs 1
 fi
-expect 2 "eval needs --load" eval
+expect 2 "needs --load FILE" eval
 expect 2 "synthetic" bench --model resnet8
 expect 1 "Fashion-MNIST not found" train --data-dir "$tmp" --epochs 1
 expect 0 "Total:" summary --model resnet20
 expect 0 "25557032 parameters" summary --model resnet50 --image 224 --channels 3 --classes 1000
+expect 0 "40056 parameters" summary --model mesh
 
 # a short synthetic run, saved weights, metrics
 "$LOOM" train --data synthetic --model resnet8 --image 12 --batch 16 --limit-train 64 --epochs 2 \
     --interval 2 --metrics "$tmp/m.csv" --save "$tmp/w.ckpt" >"$tmp/out" 2>&1
 st=$?
 if [ $st -ne 0 ]; then bad "synthetic train exited $st: $(cat "$tmp/out")"; else ok; fi
-n=$(grep -c '^final: test_accuracy=[0-9.]* test_loss=[0-9.]* images_per_s=[0-9.]*$' "$tmp/out")
+n=$(grep -c '^final: test_accuracy=[0-9.]* test_loss=[0-9.]* images_per_s=[0-9.]* comm_wait_share=[0-9.]*$' "$tmp/out")
 [ "$n" = 1 ] && ok || bad "expected exactly one final line, got $n"
 grep -q '^kind,epoch,step,loss,accuracy,lr,images_per_s,elapsed_s$' "$tmp/m.csv" && ok || bad "metrics header"
 [ -s "$tmp/w.ckpt" ] && ok || bad "no checkpoint written"
@@ -74,8 +97,9 @@ expect 1 "checksum" train --data synthetic --model resnet8 --image 12 --batch 16
 expect 1 "cannot open" train --data synthetic --model resnet8 --image 12 --load "$tmp/none.ckpt"
 "$LOOM" bench --model resnet8 --synthetic --batch 8 --image 16 --channels 1 --classes 10 \
     --iters 3 --warmup 1 --profile >"$tmp/out" 2>&1
-grep -q '^Iter #2: [0-9.]* img/sec$' "$tmp/out" && ok || bad "bench Iter lines: $(cat "$tmp/out")"
-grep -q '^Img/sec: [0-9.]* +- [0-9.]*$' "$tmp/out" && ok || bad "bench summary line"
+[ "$(grep -c '^Iter #[0-9]*: [0-9.]* img/sec per rank$' "$tmp/out")" = 3 ] && ok || bad "bench Iter lines: $(cat "$tmp/out")"
+grep -q '^Img/sec per rank: [0-9.]* +-[0-9.]*$' "$tmp/out" && ok || bad "bench per-rank line"
+grep -q '^Total img/sec on 1 rank: [0-9.]* +-[0-9.]*$' "$tmp/out" && ok || bad "bench total line"
 grep -q 'conv' "$tmp/out" && ok || bad "bench profile"
 
 echo "$pass passed, $fail failed"

@@ -5,13 +5,17 @@
 # same losses and test metrics as one process (within 1e-3); ResNet data parallel prints
 # the final line with comm_wait_share and the bucket/algorithm summary;
 # mesh samples written to a file (--mesh-write) train like generated ones.
-# `loom dp-step` (device-style compute, overlap against blocking) prints its
-# table, final line and CSV on 2 ranks and on 1 (hidden_pct n/a there), and
-# refuses bad options with status 2 and a message; so does train for a value
-# that is not a finite number.
+# The same command line on one rank and on two: `mpiexec -n 2 loom train` is
+# data parallel by default and only rank 0 prints (one final line); a bad
+# option is reported once and exits 2; `loom bench` prints Horovod-style
+# per-rank and total lines.  The benchmark program loom_dp_step
+# (device-style compute, overlap against blocking) prints its table, final
+# line and CSV on 2 ranks and on 1 (hidden_pct n/a there), and refuses bad
+# options with status 2 and a message.
 set -u
 MPIEXEC=$1
 LOOM=$2
+DPSTEP=$3
 fails=0
 pass=0
 tmp=$(mktemp -d)
@@ -27,7 +31,7 @@ if [ $rc -eq 2 ] && grep -q 'D\*H\*W' "$tmp/e"; then ok; else bad "P != D*H*W: r
 rc=$?
 if [ $rc -eq 2 ] && grep -q 'mesh model only' "$tmp/e"; then ok; else bad "resnet --spatial: rc $rc"; fi
 
-M="--model mesh --mesh-size 32 --train-samples 8 --test-samples 4 --batch 2 --interval 1 --seed 3"
+M="--model mesh --mesh-size 32 --train-samples 8 --test-samples 4 --batch 2 --interval 1 --seed 3 --epochs 1 --lr 0.05 --threads 1"
 # strip the timing fields: the rest must be identical
 strip() { grep -E '^(epoch|final)' "$1" | sed -e 's/ img\/s.*//' -e 's/ (eval.*//' -e 's/ images_per_s=.*//'; }
 "$MPIEXEC" -n 1 "$LOOM" train $M >"$tmp/one" 2>&1 || bad "mesh on 1 rank failed: $(tail -3 "$tmp/one")"
@@ -63,8 +67,8 @@ if [ $rc -eq 2 ] && grep -q 'holds 12 samples of 32x32' "$tmp/e"; then ok; else 
 if grep -Eq '^final: test_accuracy=[0-9.]+ test_loss=[0-9.]+ images_per_s=[0-9.]+ comm_wait_share=[0-9.]+$' "$tmp/r"; then ok; else bad "resnet final line"; fi
 if grep -Eq '^#   bucket [0-9]+: .* -> [a-z_]+$' "$tmp/r" && [ "$(grep -c '^#   bucket' "$tmp/r")" -gt 1 ]; then ok; else bad "bucket/algorithm summary missing"; fi
 
-D="dp-step --batch 4 --steps 3 --warmup 1 --calib 2 --bucket-mb 0.1"
-"$MPIEXEC" -n 2 "$LOOM" $D --speedup 1,4 --csv "$tmp/d.csv" >"$tmp/d" 2>&1 || bad "dp-step failed: $(tail -3 "$tmp/d")"
+D="--batch 4 --steps 3 --warmup 1 --calib 2 --bucket-mb 0.1"
+"$MPIEXEC" -n 2 "$DPSTEP" $D --speedup 1,4 --csv "$tmp/d.csv" >"$tmp/d" 2>&1 || bad "dp-step failed: $(tail -3 "$tmp/d")"
 if grep -Eq '^ +speedup +compute_ms +blocking_ms +overlap_ms +overlap/blocking +hidden_pct$' "$tmp/d" &&
     [ "$(grep -Ec '^ +(1|4) +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +-?[0-9.]+$' "$tmp/d")" -eq 2 ]; then ok
 else bad "dp-step table: $(cat "$tmp/d")"; fi
@@ -74,20 +78,49 @@ if grep -Eq '^#.*device-style compute' "$tmp/d" && grep -Eq '^# bucket plan: .* 
 else bad "dp-step header"; fi
 if head -1 "$tmp/d.csv" | grep -q '^model,ranks,.*,speedup,compute_ms,blocking_ms,overlap_ms,' &&
     [ "$(grep -c '^resnet20,2,4,' "$tmp/d.csv")" -eq 2 ]; then ok; else bad "dp-step csv: $(cat "$tmp/d.csv")"; fi
-"$MPIEXEC" -n 1 "$LOOM" $D --steps 2 >"$tmp/d1" 2>&1 || bad "dp-step on 1 rank failed: $(tail -3 "$tmp/d1")"
+"$MPIEXEC" -n 1 "$DPSTEP" $D --steps 2 >"$tmp/d1" 2>&1 || bad "dp-step on 1 rank failed: $(tail -3 "$tmp/d1")"
 if grep -Eq "$F"' hidden_pct=n/a pure_comm_ms=[0-9.]+$' "$tmp/d1"; then ok; else bad "dp-step 1 rank final: $(grep final "$tmp/d1")"; fi
-"$MPIEXEC" -n 2 "$LOOM" dp-step --speedup 1,0 >"$tmp/o" 2>"$tmp/e"
+"$MPIEXEC" -n 2 "$DPSTEP" --speedup 1,0 >"$tmp/o" 2>"$tmp/e"
 rc=$?
-if [ $rc -eq 2 ] && grep -q 'speedup wants positive numbers' "$tmp/e"; then ok; else bad "dp-step --speedup 1,0: rc $rc $(cat "$tmp/e")"; fi
-"$MPIEXEC" -n 2 "$LOOM" dp-step --steps 3 --bogus 1 >"$tmp/o" 2>"$tmp/e"
+if [ $rc -eq 2 ] && grep -q -- '--speedup wants positive numbers' "$tmp/e"; then ok; else bad "dp-step --speedup 1,0: rc $rc $(cat "$tmp/e")"; fi
+"$MPIEXEC" -n 2 "$DPSTEP" --steps 3 --bogus 1 >"$tmp/o" 2>"$tmp/e"
 rc=$?
-if [ $rc -eq 2 ] && grep -q 'unknown option --bogus' "$tmp/e"; then ok; else bad "dp-step --bogus: rc $rc $(cat "$tmp/e")"; fi
-# not finite: refused (an infinite bucket size became an out-of-range size_t)
+if [ $rc -eq 2 ] && grep -q "unknown option '--bogus'" "$tmp/e"; then ok; else bad "dp-step --bogus: rc $rc $(cat "$tmp/e")"; fi
+# not finite: refused, naming the option
 for opt in "--lr nan" "--bucket-mb inf"; do
-    "$MPIEXEC" -n 1 "$LOOM" train --model mesh $opt >"$tmp/o" 2>"$tmp/e"
+    "$MPIEXEC" -n 2 "$LOOM" train --model mesh $opt >"$tmp/o" 2>"$tmp/e"
     rc=$?
-    if [ $rc -eq 2 ] && grep -q 'needs a finite number' "$tmp/e"; then ok; else bad "train $opt: rc $rc $(cat "$tmp/e")"; fi
+    if [ $rc -eq 2 ] && grep -q -- "${opt%% *} needs a number" "$tmp/e" && [ "$(grep -c 'needs a number' "$tmp/e")" -eq 1 ]
+    then ok; else bad "train $opt: rc $rc $(cat "$tmp/e")"; fi
 done
+"$MPIEXEC" -n 2 "$DPSTEP" --help >"$tmp/o" 2>&1 && grep -q 'loom_dp_step' "$tmp/o" && ok || bad "loom_dp_step --help"
+
+# one command line for one rank and for many: data parallel by default,
+# rank 0 alone prints and writes the files
+R="--model resnet8 --synthetic --batch 4 --image 12 --steps 3 --epochs 2 --interval 1 --threads 1"
+"$MPIEXEC" -n 1 "$LOOM" train $R --metrics "$tmp/m1.csv" --save "$tmp/w1" >"$tmp/r1" 2>&1 || bad "resnet 1 rank: $(tail -3 "$tmp/r1")"
+"$MPIEXEC" -n 2 "$LOOM" train $R --metrics "$tmp/m2.csv" --save "$tmp/w2" >"$tmp/r2" 2>&1 || bad "resnet 2 ranks: $(tail -3 "$tmp/r2")"
+for f in r1 r2; do
+    if [ "$(grep -c '^final: test_accuracy=' "$tmp/$f")" -eq 1 ] && [ "$(grep -c '^epoch 2/2 test_loss' "$tmp/$f")" -eq 1 ]
+    then ok; else bad "$f: one final line and one test line per epoch expected: $(cat "$tmp/$f")"; fi
+done
+if grep -q '^# loom train: .* 2 ranks = 2 sample groups x spatial 1x1; batch 4 per group (8 global)' "$tmp/r2"; then ok
+else bad "mpiexec -n 2 loom train is not data parallel by default: $(head -2 "$tmp/r2")"; fi
+if [ "$(grep -c '^train,' "$tmp/m2.csv")" -eq "$(grep -c '^train,' "$tmp/m1.csv")" ] && [ -s "$tmp/w2" ]; then ok
+else bad "metrics/save of the 2-rank run"; fi
+"$MPIEXEC" -n 2 "$LOOM" train $R --bogus >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && [ "$(grep -c "unknown option '--bogus'" "$tmp/e")" -eq 1 ]; then ok; else bad "2 ranks --bogus: rc $rc $(cat "$tmp/e")"; fi
+"$MPIEXEC" -n 2 "$LOOM" train $R --data-parallel 3 >"$tmp/o" 2>"$tmp/e"
+rc=$?
+if [ $rc -eq 2 ] && grep -q 'D\*H\*W' "$tmp/e"; then ok; else bad "2 ranks --data-parallel 3: rc $rc $(cat "$tmp/e")"; fi
+"$MPIEXEC" -n 2 "$LOOM" train --help >"$tmp/o" 2>&1
+if [ "$(grep -c '^Usage: ' "$tmp/o")" -eq 1 ]; then ok; else bad "help printed $(grep -c '^Usage: ' "$tmp/o") times"; fi
+"$MPIEXEC" -n 2 "$LOOM" bench --model resnet8 --synthetic --batch 4 --image 12 --channels 1 --classes 10 --iters 3 --warmup 1 --threads 1 >"$tmp/b" 2>&1 || bad "bench 2 ranks: $(tail -3 "$tmp/b")"
+if [ "$(grep -c '^Iter #[0-9]*: [0-9.]* img/sec per rank$' "$tmp/b")" -eq 3 ] &&
+    grep -q '^Img/sec per rank: [0-9.]* +-[0-9.]*$' "$tmp/b" &&
+    [ "$(grep -c '^Total img/sec on 2 ranks: [0-9.]* +-[0-9.]*$' "$tmp/b")" -eq 1 ]; then ok
+else bad "bench on 2 ranks: $(cat "$tmp/b")"; fi
 
 echo "$pass passed, $fails failed"
 [ $fails -eq 0 ]

@@ -1,5 +1,5 @@
 /*
- * dp_step.c - `mpiexec -n P loom dp-step`: what Loom's bucketed overlap of
+ * dp_step.c - `mpiexec -n P loom_dp_step` (a benchmark, built, not installed): what Loom's bucketed overlap of
  * the gradient all-reduction buys when the compute runs on a device.
  *
  * When every core is busy with compute (2 ranks on a 2-core host), Weft's
@@ -35,9 +35,11 @@
  * Threads: all on the calling thread (plus Weft's progress engine).
  */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
+#include "../cli/options.h"
 #include "loom_mesh.h"
 #include "loom_par.h"
+
+#include <stddef.h>
 
 #include <errno.h>
 #include <math.h>
@@ -47,120 +49,80 @@
 #include <time.h>
 
 #define MAX_SPEEDUPS 16
-#define STR_(x) #x
-#define STR(x) STR_(x) /* a macro's value as a string literal */
 
-static const char *dps_usage =
-    "usage: mpiexec -n P loom dp-step [options]\n"
+/* Check-and-propagate: jumps to label with status st set. */
+#define LOOM_CHECK_GOTO(expr, st, label) \
+    do {                                 \
+        (st) = (expr);                   \
+        if ((st) < 0)                    \
+            goto label;                  \
+    } while (0)
+
+typedef struct {
+    const char *model, *csv;
+    int batch, steps, warmup, calib, threads, mesh_size, ns, help_only;
+    double bucket_mb, width, speedup[MAX_SPEEDUPS];
+    long seed;
+    int mesh;
+} dargs_t;
+
+#define F(x) offsetof(dargs_t, x)
+#define G "Options"
+static const cli_opt_t dps_options[] = {
+    {"model", CLI_STR, F(model), 0, 0, 0, NULL, 1, "NAME", "resnet20 (default) | resnet(6k+2) | mesh", G},
+    {"batch", CLI_INT, F(batch), 1, 65536, 0, NULL, 1, "B", "samples per rank (default 32; mesh 4)", G},
+    {"bucket-mb", CLI_NUM, F(bucket_mb), 1e-9, 1e6, 0, NULL, 1, "X",
+     "gradient bucket size in MiB (default 0.25)", G},
+    {"steps", CLI_INT, F(steps), 1, 1000000, 0, NULL, 1, "N",
+     "timed steps per mode and speed-up (default 30)", G},
+    {"warmup", CLI_INT, F(warmup), 0, 1000000, 0, NULL, 1, "W", "untimed rounds before them (default 5)", G},
+    {"speedup", CLI_LIST, F(speedup), 0, MAX_SPEEDUPS, F(ns), NULL, 1, "S[,S...]",
+     "device compute = CPU time / S; one row each (default 1)", G},
+    {"calib", CLI_INT, F(calib), 1, 1000, 0, NULL, 1, "N",
+     "CPU forward+backward steps measured for the schedule (default 5)", G},
+    {"threads", CLI_INT, F(threads), 1, 256, 0, NULL, 1, "T",
+     "Loom threads of the calibration (default 1)", G},
+    {"seed", CLI_LONG, F(seed), 0, 9007199254740992.0, 0, NULL, 1, "N",
+     "weights and synthetic input (default 1)", G},
+    {"csv", CLI_STR, F(csv), 0, 0, 0, NULL, 1, "FILE", "also write the rows as CSV (header first)", G},
+    {"mesh-size", CLI_INT, F(mesh_size), 8, 1 << 16, 0, NULL, 1, "N",
+     "mesh: cells per side, a multiple of 8 (default 128)", G},
+    {"width", CLI_NUM, F(width), 1e-3, 64, 0, NULL, 1, "X", "mesh: width multiplier (default 0.125)", G},
+    CLI_END};
+
+static const char *dps_synopsis =
+    "mpiexec -n P loom_dp_step [OPTIONS]\n"
     "  The data-parallel step (P ranks) with device-style compute: the host thread sleeps\n"
     "  for the CPU-measured layer times divided by S while the gradient buckets are\n"
     "  all-reduced; overlap (buckets during backward) against blocking (one all-reduce\n"
     "  after backward), interleaved.  CPU-busy figures: `loom train` / parallel.sh.\n"
-    "  --model NAME     resnet20 (default) | resnet(6k+2) | mesh\n"
-    "  --batch B        samples per rank (default 32; mesh 4)\n"
-    "  --bucket-mb X    gradient bucket size in MiB (default 0.25)\n"
-    "  --steps N        timed steps per mode and speed-up (default 30)\n"
-    "  --warmup W       untimed rounds before them (default 5)\n"
-    "  --speedup S[,S]  device compute = CPU time / S; a list prints one row each (default 1)\n"
-    "  --calib N        CPU forward+backward steps measured for the schedule (default 5)\n"
-    "  --threads T      Loom threads of the calibration (OpenBLAS runs on 1; default 1)\n"
-    "  --seed N         weights and synthetic input (default 1)\n"
-    "  --csv FILE       also write the rows as CSV (header row first)\n"
-    "  mesh: --mesh-size N (multiple of 8, default 128) --width X (default 0.125)\n"
-    "ends with: final: speedup=S compute_ms=C blocking_ms=B overlap_ms=O "
-    "overlap_over_blocking=R hidden_pct=H pure_comm_ms=P (the first S)\n";
+    "  Ends with: final: speedup=S compute_ms=C blocking_ms=B overlap_ms=O overlap_over_blocking=R\n"
+    "  hidden_pct=H pure_comm_ms=P (the first S).";
 
-typedef struct {
-    const char *model, *csv;
-    int batch, steps, warmup, calib, threads, mesh, mesh_size, ns;
-    double bucket_mb, width, speedup[MAX_SPEEDUPS];
-    long seed;
-} dargs_t;
-
-static int bad(int rank, const char *fmt, const char *a)
-{
-    return loom__usage_error(rank, "dp-step", fmt, a);
-}
-
-/* "1,4,16": positive numbers, at most MAX_SPEEDUPS. */
-static int parse_speedups(const char *v, dargs_t *a)
-{
-    const char *p = v;
-    a->ns = 0;
-    for (;;) {
-        char *end = NULL;
-        errno = 0;
-        double d = strtod(p, &end);
-        if (errno || end == p || !(d > 0) || !isfinite(d) || a->ns == MAX_SPEEDUPS)
-            return -1;
-        a->speedup[a->ns++] = d;
-        if (*end == '\0')
-            return 0;
-        if (*end != ',')
-            return -1;
-        p = end + 1;
-    }
-}
-
-/* 0: run, 1: help printed, -1: bad (message printed by rank 0). */
+/* 0: run, 1: help or version printed, 2: bad (message printed by rank 0). */
 static int parse(int argc, char **argv, dargs_t *a, int rank)
 {
     *a = (dargs_t){.model = "resnet20", .batch = -1, .steps = 30, .warmup = 5, .calib = 5,
                    .threads = 1, .mesh_size = 128, .ns = 1, .bucket_mb = 0.25, .width = 0.125,
                    .speedup = {1.0}, .seed = 1};
-    for (int i = 2; i < argc; i++) {
-        const char *k = argv[i];
-        if (!strcmp(k, "--help") || !strcmp(k, "-h")) {
-            if (rank == 0)
-                fputs(dps_usage, stdout);
-            return 1;
-        }
-        if (strncmp(k, "--", 2) != 0)
-            return bad(rank, "unexpected argument '%s'", k);
-        if (i + 1 >= argc)
-            return bad(rank, "option %s needs a value", k);
-        const char *v = argv[++i];
-        double d = 0;
-        const int kind = loom__parse_number(v, &d), num = kind > 0, isint = kind == 2;
-        if (!strcmp(k, "--model")) {
-            a->model = v;
-            if (strcmp(v, "mesh") != 0 && strncmp(v, "resnet", 6) != 0)
-                return bad(rank, "--model must be resnetN or mesh (got '%s')", v);
-        } else if (!strcmp(k, "--csv")) {
-            a->csv = v;
-        } else if (!strcmp(k, "--speedup")) {
-            if (parse_speedups(v, a) < 0)
-                return bad(rank, "--speedup wants positive numbers separated by commas, at most "
-                                 STR(MAX_SPEEDUPS) " (got '%s')", v);
-        } else if (!strcmp(k, "--bucket-mb") || !strcmp(k, "--width")) {
-            if (!num || !(d > 0))
-                return bad(rank, "%s needs a positive number", k);
-            if (!strcmp(k, "--bucket-mb") && d > 1e6) /* kept within a size_t of bytes */
-                return bad(rank, "--bucket-mb %s: at most 1e6", v);
-            *(!strcmp(k, "--width") ? &a->width : &a->bucket_mb) = d;
-        } else if (!strcmp(k, "--batch") || !strcmp(k, "--steps") || !strcmp(k, "--warmup") ||
-                   !strcmp(k, "--calib") || !strcmp(k, "--threads") || !strcmp(k, "--seed") ||
-                   !strcmp(k, "--mesh-size")) {
-            if (!isint)
-                return bad(rank, "%s needs a whole number", k);
-            if (d < 1 && strcmp(k, "--warmup") != 0 && strcmp(k, "--seed") != 0)
-                return bad(rank, "%s must be at least 1", k);
-            if (!strcmp(k, "--batch")) a->batch = (int)d;
-            else if (!strcmp(k, "--steps")) a->steps = (int)d;
-            else if (!strcmp(k, "--warmup")) a->warmup = (int)d;
-            else if (!strcmp(k, "--calib")) a->calib = (int)d;
-            else if (!strcmp(k, "--threads")) a->threads = (int)d;
-            else if (!strcmp(k, "--seed")) a->seed = (long)d;
-            else a->mesh_size = (int)d;
-        } else {
-            return bad(rank, "unknown option %s", k);
-        }
-    }
+    char version[64];
+    snprintf(version, sizeof version, "loom_dp_step (loom %d.%d)", LOOM_VERSION_MAJOR,
+             LOOM_VERSION_MINOR);
+    int rc = cli_parse(dps_options, 1, "loom_dp_step", dps_synopsis, version, argc, argv, a,
+                       rank == 0);
+    if (rc != 0)
+        return rc;
+    if (strcmp(a->model, "mesh") != 0 && strncmp(a->model, "resnet", 6) != 0)
+        return rank == 0 ? cli_usage_error("loom_dp_step", stderr,
+                                           "--model must be resnetN or mesh (got '%s')", a->model)
+                         : 2;
     a->mesh = !strcmp(a->model, "mesh");
+    if (a->mesh && a->mesh_size % 8)
+        return rank == 0 ? cli_usage_error("loom_dp_step", stderr,
+                                           "--mesh-size %d is not a multiple of 8", a->mesh_size)
+                         : 2;
     if (a->batch < 0)
         a->batch = a->mesh ? 4 : 32;
-    if (a->mesh && a->mesh_size % 8)
-        return bad(rank, "%s", "--mesh-size must be a multiple of 8");
     return 0;
 }
 
@@ -220,7 +182,7 @@ static int calibrate(loom_model_t *m, int batch, int steps, uint64_t seed, weft_
     sc->bwd = malloc(sizeof(double) * (size_t)(nops > 0 ? nops : 1));
     sc->ready = malloc(sizeof(size_t) * (size_t)(nops > 0 ? nops : 1));
     if (!s.t || !s.ready || !samp || !sched || !sc->bwd || !sc->ready) {
-        st = loom_error(LOOM_ERR_NOMEM, "dp-step: out of memory for the calibration");
+        st = loom_error(LOOM_ERR_NOMEM, "out of memory for the calibration");
         goto out;
     }
     loom_rng_t g;
@@ -242,7 +204,7 @@ static int calibrate(loom_model_t *m, int batch, int steps, uint64_t seed, weft_
         double tb = loom_now();
         LOOM_CHECK_GOTO(loom_model_backward(m, batch), st, unhook);
         if (s.n != nops) {
-            st = loom_error(LOOM_ERR_INTERNAL, "dp-step: the backward hook ran %d times for %d layers",
+            st = loom_error(LOOM_ERR_INTERNAL, "the backward hook ran %d times for %d layers",
                             s.n, nops);
             goto unhook;
         }
@@ -256,7 +218,7 @@ static int calibrate(loom_model_t *m, int batch, int steps, uint64_t seed, weft_
         sched[j] = median(samp + (size_t)j * steps, steps);
     int ws = weft_allreduce(WEFT_IN_PLACE, sched, (size_t)nops + 1, WEFT_FLOAT64, WEFT_MAX, comm);
     if (ws != WEFT_SUCCESS) {
-        st = loom_weft_error(ws, "dp-step: weft_allreduce (maximum) of the layer times");
+        st = loom_weft_error(ws, "weft_allreduce (maximum) of the layer times");
         goto unhook;
     }
     sc->fwd = sched[0];
@@ -318,7 +280,7 @@ static int run_step(ctx_t *c, int kind, double S, double *secs, double *wait, in
         (st = loom_dp_set_mode(c->dp, kind == K_OVERLAP ? LOOM_DP_OVERLAP : LOOM_DP_BLOCKING)) < 0)
         return st;
     if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS)
-        return loom_error(LOOM_ERR_INTERNAL, "dp-step: MPI_Barrier before a %s step failed",
+        return loom_error(LOOM_ERR_INTERNAL, "MPI_Barrier before a %s step failed",
                           kind_name[kind]);
     int dp = kind != K_COMPUTE;
     double inv = kind == K_PURE ? 0.0 : 1.0 / S;
@@ -395,8 +357,8 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     if (st < 0) {
         /* the same arguments fail the same way on every rank */
         if (rank == 0)
-            fprintf(stderr, "loom: dp-step: cannot build model '%s': %s\n", a->model, loom_last_error());
-        rc = st == LOOM_ERR_INVALID ? EXIT_USAGE : 1;
+            fprintf(stderr, "loom_dp_step: cannot build model '%s': %s\n", a->model, loom_last_error());
+        rc = st == LOOM_ERR_INVALID ? 2 : 1;
         goto out;
     }
     if ((st = calibrate(m, a->batch, a->calib, (uint64_t)a->seed + (uint64_t)rank, comm, &sc)) < 0)
@@ -416,17 +378,17 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     /* the sleep's cost on every rank at once, after a barrier (nobody computes) */
     double cost[2];
     if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) {
-        st = loom_error(LOOM_ERR_INTERNAL, "dp-step: MPI_Barrier failed");
+        st = loom_error(LOOM_ERR_INTERNAL, "MPI_Barrier failed");
         goto fail;
     }
     sleep_cost(&cost[0], &cost[1]);
     ws = weft_allreduce(WEFT_IN_PLACE, cost, 2, WEFT_FLOAT64, WEFT_MAX, comm);
     if (ws != WEFT_SUCCESS) {
-        st = loom_weft_error(ws, "dp-step: weft_allreduce (maximum) of the sleep cost");
+        st = loom_weft_error(ws, "weft_allreduce (maximum) of the sleep cost");
         goto fail;
     }
     if (rank == 0) {
-        printf("# loom dp-step: device-style compute: the host thread sleeps for the CPU-measured "
+        printf("# loom_dp_step: device-style compute: the host thread sleeps for the CPU-measured "
                "layer times divided by S; CPU-busy figures are in `loom train` / parallel.sh\n");
         printf("# model %s, input %dx%dx%d, batch %d per rank, %zu parameters = %zu bytes of "
                "gradients; data parallel over ranks: %d (WEFT_AVG)%s\n",
@@ -455,7 +417,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     size_t per = (size_t)a->steps, nt = (size_t)a->ns * (K_COUNT + 3) * per;
     times = calloc(nt, sizeof *times);
     if (!times) {
-        st = loom_error(LOOM_ERR_NOMEM, "dp-step: out of memory for %zu step times", nt);
+        st = loom_error(LOOM_ERR_NOMEM, "out of memory for %zu step times", nt);
         goto fail;
     }
     ctx_t c = {.m = m, .dp = dp, .sc = &sc};
@@ -466,7 +428,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
                 int kind = (j + r + a->warmup) % K_COUNT, early = 0;
                 double secs = 0.0, wait = 0.0;
                 if ((st = run_step(&c, kind, a->speedup[s], &secs, &wait, &early)) < 0) {
-                    fprintf(stderr, "loom: rank %d: dp-step: %s step at S=%g\n", rank, kind_name[kind],
+                    fprintf(stderr, "loom_dp_step: rank %d: %s step at S=%g\n", rank, kind_name[kind],
                             a->speedup[s]);
                     goto fail;
                 }
@@ -485,7 +447,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     }
     ws = weft_allreduce(WEFT_IN_PLACE, times, nt, WEFT_FLOAT64, WEFT_MAX, comm);
     if (ws != WEFT_SUCCESS) {
-        st = loom_weft_error(ws, "dp-step: weft_allreduce (maximum) of the step times");
+        st = loom_weft_error(ws, "weft_allreduce (maximum) of the step times");
         goto fail;
     }
     if (rank != 0) {
@@ -495,7 +457,7 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
     /* pure communication: all rounds of all S together */
     double *pure = malloc(sizeof(double) * per * (size_t)a->ns);
     if (!pure) {
-        st = loom_error(LOOM_ERR_NOMEM, "dp-step: out of memory");
+        st = loom_error(LOOM_ERR_NOMEM, "out of memory");
         goto fail;
     }
     for (int s = 0; s < a->ns; s++)
@@ -557,14 +519,14 @@ static int run(const dargs_t *a, int rank, int size, weft_comm_t comm, FILE *csv
                     w->bwait * 1e3, w->owait * 1e3, w->early, a->steps, a->warmup);
         }
         if (fflush(csv) != 0 || ferror(csv)) {
-            st = loom_error(LOOM_ERR_IO, "dp-step: writing %s failed", a->csv);
+            st = loom_error(LOOM_ERR_IO, "writing %s failed", a->csv);
             goto fail;
         }
     }
     rc = 0;
     goto out;
 fail:
-    fprintf(stderr, "loom: rank %d: dp-step: %s\n", rank, loom_last_error());
+    fprintf(stderr, "loom_dp_step: rank %d: %s\n", rank, loom_last_error());
     rc = 1;
 out:
     free(times);
@@ -575,47 +537,77 @@ out:
     return rc;
 }
 
-int loom_dp_step_main(int argc, char **argv)
+/* A failure on this rank alone: stop the job, others may wait in a collective. */
+static void abort_job(int size)
+{
+    if (size > 1) {
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+}
+
+static int dp_step_main(int argc, char **argv)
 {
     int rank = 0, size = 1;
     if (MPI_Comm_rank(MPI_COMM_WORLD, &rank) != MPI_SUCCESS ||
         MPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS) {
-        fprintf(stderr, "loom: dp-step: MPI_Comm_rank/size failed\n");
+        fprintf(stderr, "loom_dp_step: MPI_Comm_rank/size failed\n");
         return 1;
     }
     dargs_t a;
     int pr = parse(argc, argv, &a, rank);
     if (pr != 0)
-        return pr > 0 ? 0 : EXIT_USAGE;
+        return pr == 1 ? 0 : 2;
     loom_set_threads(a.threads);
     weft_comm_t comm = NULL;
     int ws = weft_comm_create(MPI_COMM_WORLD, NULL, &comm);
     if (ws != WEFT_SUCCESS) {
-        fprintf(stderr, "loom: rank %d: dp-step: weft_comm_create: %s\n", rank, weft_strerror(ws));
+        fprintf(stderr, "loom_dp_step: rank %d: weft_comm_create: %s\n", rank, weft_strerror(ws));
         return 1; /* collective: every rank fails it */
     }
     /* rank 0 opens the CSV; every rank learns whether it could */
     FILE *csv = NULL;
     int32_t nofile = 0;
     if (rank == 0 && a.csv && !(csv = fopen(a.csv, "w"))) {
-        fprintf(stderr, "loom: dp-step: cannot write %s: %s\n", a.csv, strerror(errno));
+        fprintf(stderr, "loom_dp_step: cannot write %s: %s\n", a.csv, strerror(errno));
         nofile = 1;
     }
     ws = weft_allreduce(WEFT_IN_PLACE, &nofile, 1, WEFT_INT32, WEFT_MAX, comm);
     int rc = 1; /* a missing CSV file fails every rank alike */
     if (ws != WEFT_SUCCESS) {
-        fprintf(stderr, "loom: rank %d: dp-step: weft_allreduce: %s\n", rank, weft_strerror(ws));
-        loom__abort_job(size);
+        fprintf(stderr, "loom_dp_step: rank %d: weft_allreduce: %s\n", rank, weft_strerror(ws));
+        abort_job(size);
     } else if (!nofile && (rc = run(&a, rank, size, comm, csv)) == 1) {
-        loom__abort_job(size);
+        abort_job(size);
     }
     if (csv && fclose(csv) != 0 && rc == 0) {
-        fprintf(stderr, "loom: dp-step: closing %s: %s\n", a.csv, strerror(errno));
+        fprintf(stderr, "loom_dp_step: closing %s: %s\n", a.csv, strerror(errno));
         rc = 1;
     }
     ws = weft_comm_destroy(comm);
     if (ws != WEFT_SUCCESS && rc == 0) {
-        fprintf(stderr, "loom: rank %d: dp-step: weft_comm_destroy: %s\n", rank, weft_strerror(ws));
+        fprintf(stderr, "loom_dp_step: rank %d: weft_comm_destroy: %s\n", rank, weft_strerror(ws));
+        rc = 1;
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    weft_init_params_t ip = WEFT_INIT_PARAMS_INITIALIZER;
+    ip.argc = &argc;
+    ip.argv = &argv;
+    int ws = weft_init(&ip);
+    if (ws != WEFT_SUCCESS) {
+        fprintf(stderr, "loom_dp_step: weft_init: %s (%s)\n", weft_strerror(ws), weft_status_name(ws));
+        return 1;
+    }
+    int rc = dp_step_main(argc, argv);
+    ws = weft_finalize();
+    if (ws != WEFT_SUCCESS && rc == 0) {
+        fprintf(stderr, "loom_dp_step: weft_finalize: %s (%s)\n", weft_strerror(ws),
+                weft_status_name(ws));
         rc = 1;
     }
     return rc;
