@@ -80,6 +80,13 @@ def test_freed_comm(comm):
     raises(weft.ERR_INVALID_COMM, c.allreduce, np.ones(2))
     raises(weft.ERR_INVALID_COMM, c.barrier)
     c.free()  # freeing again is a no-op
+    # the C handle itself is generation-checked: a stale copy of it is refused
+    c2 = comm.split(0, comm.rank)
+    stale = weft.Comm.__new__(weft.Comm)
+    stale._h, stale.rank, stale.size, stale._dev = c2.handle, c2.rank, c2.size, False
+    c2.free()
+    raises(weft.ERR_INVALID_COMM, stale.allreduce, np.ones(2))
+    raises(weft.ERR_INVALID_COMM, stale.ibarrier)
 
 
 def test_finalized_library(comm):
