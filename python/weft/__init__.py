@@ -47,6 +47,7 @@ _TRANSPORTS = {None: 0, "default": 0, "mpi": 1, "ucx": 2, 0: 0, 1: 1, 2: 2}
 
 _byref = ctypes.byref
 _c_request = _lib.c_request
+_c_allreduce = _lib.weft_allreduce
 
 
 def version():
@@ -214,6 +215,13 @@ class Comm:
     def allreduce(self, sendbuf, recvbuf=None, op=SUM, dtype=None):
         """Reduce sendbuf over the ranks into recvbuf (None: in place into
         sendbuf). Returns the output array."""
+        if recvbuf is None and dtype is None and type(op) is int and 0 <= op < 8:
+            # the common call (in place, a plain op), with no detour
+            b = _resolve(sendbuf, "buffer", True, None, self._dev)
+            st = _c_allreduce(_INPL, b.ptr, b.count, b.dtype, op, self._h)
+            if st:
+                raise WeftError(st, "weft_allreduce")
+            return sendbuf
         sp, r, out, _ = self._allreduce_args(sendbuf, recvbuf, op, dtype)
         _check(_lib.weft_allreduce(sp, r.ptr, r.count, r.dtype, _op(op), self._h),
                "weft_allreduce")
