@@ -85,7 +85,9 @@ def iterations_for(nbytes, fixed):
 
 
 def main(argv):
-    a = parse_args(argv)
+    global SmallCNN, WideMLP
+    a = parse_args(argv)  # before importing torch: usage errors are quick
+    SmallCNN, WideMLP = _small_cnn()
     import numpy as np
     import torch
     import torch.distributed as dist
@@ -243,7 +245,4 @@ def _small_cnn():
 
 
 if __name__ == "__main__":
-    if any(x in ("-h", "--help", "--version") for x in sys.argv[1:]):
-        parse_args(sys.argv[1:])
-    SmallCNN, WideMLP = _small_cnn()
     sys.exit(main(sys.argv[1:]))
