@@ -3,9 +3,11 @@
  * helpers shared by Weft's benchmark programs. See bench_common.h.
  */
 #include "bench_common.h"
+#include "weft_cli.h"
 #include <sched.h>
 #include <unistd.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -203,24 +205,7 @@ MPI_Op bench_mpi_op(weft_op_t op)
     }
 }
 
-int bench_parse_size(const char *s, size_t *out)
-{
-    if (!s || !*s || *s == '-' || *s == '+') return -1;
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || end == s) return -1;
-    unsigned shift = 0;
-    if (*end == 'k' || *end == 'K') shift = 10, end++;
-    else if (*end == 'm' || *end == 'M') shift = 20, end++;
-    else if (*end == 'g' || *end == 'G') shift = 30, end++;
-    if (*end == 'i' && shift) end++;           /* KiB, MiB */
-    if ((*end == 'b' || *end == 'B') && shift) end++;
-    if (*end != '\0') return -1;
-    if (shift && v > (SIZE_MAX >> shift)) return -1;
-    *out = (size_t)(v << shift);
-    return 0;
-}
+int bench_parse_size(const char *s, size_t *out) { return weft_cli_parse_size(s, out); }
 
 int bench_parse_long(const char *s, long min, long *out)
 {
@@ -269,6 +254,7 @@ void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
         "  --csv FILE           also write the figures as CSV to FILE\n"
         "  --quiet              no progress lines on stderr\n"
         "  -h, --help           this text\n"
+        "  -V, --version        version and build options\n"
         "%s",
         spec->prog, spec->what ? spec->what : "", spec->what ? "\n" : "",
         spec->min_bytes ? spec->min_bytes : BENCH_DEFAULT_MIN,
@@ -281,13 +267,12 @@ static int usage_error(const bench_ctx_t *b, const bench_spec_t *spec, const cha
 static int usage_error(const bench_ctx_t *b, const bench_spec_t *spec, const char *fmt, ...)
 {
     if (b->rank == 0) {
+        char msg[1536]; /* room for an option's usage lines (bad values quote them) */
         va_list ap;
         va_start(ap, fmt);
-        fprintf(stderr, "%s: error: ", spec->prog);
-        vfprintf(stderr, fmt, ap);
+        vsnprintf(msg, sizeof msg, fmt, ap);
         va_end(ap);
-        fprintf(stderr, "\nTry '%s --help'.\n", spec->prog);
-        fflush(stderr);
+        weft_cli_usage_error(spec->prog, "%s", msg);
     }
     return BENCH_PARSE_USAGE;
 }
@@ -299,22 +284,10 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
     long l;
     switch (opt) {
     case 'm': {
-        const char *colon = strchr(val, ':');
-        size_t lo = o->min_bytes, hi;
-        if (colon) {
-            char buf[64];
-            size_t n = (size_t)(colon - val);
-            if (n == 0 || n >= sizeof buf)
-                return usage_error(b, spec, "bad -m '%s' (MIN:MAX)", val);
-            memcpy(buf, val, n);
-            buf[n] = '\0';
-            if (bench_parse_size(buf, &lo) != 0 || bench_parse_size(colon + 1, &hi) != 0)
-                return usage_error(b, spec, "bad -m '%s' (MIN:MAX in bytes)", val);
-        } else if (bench_parse_size(val, &hi) != 0) {
-            return usage_error(b, spec, "bad -m '%s' (MIN:MAX or MAX in bytes)", val);
-        }
+        size_t lo = o->min_bytes, hi = o->max_bytes;
+        if (weft_cli_parse_range(val, &lo, &hi) != 0)
+            return usage_error(b, spec, "bad -m '%s' (MIN:MAX or MAX in bytes, suffix K, M, G)", val);
         if (lo == 0) return usage_error(b, spec, "-m: the smallest size must be at least 1 byte");
-        if (lo > hi) return usage_error(b, spec, "-m: MIN (%zu) is larger than MAX (%zu)", lo, hi);
         if (hi > BENCH_MAX_BYTES)
             return usage_error(b, spec, "-m: MAX %zu is above the limit of %zu bytes", hi,
                                BENCH_MAX_BYTES);
@@ -349,8 +322,16 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
             o->algo = WEFT_ALGO_AUTO;
         } else {
             weft_algo_t a;
-            if (weft_algo_from_name(val, &a) != WEFT_SUCCESS)
-                return usage_error(b, spec, "unknown algorithm '%s' (see weft_algo_name)", val);
+            if (weft_algo_from_name(val, &a) != WEFT_SUCCESS) {
+                char names[512] = "auto";
+                for (int k = WEFT_ALGO_AUTO + 1; k < WEFT_ALGO_COUNT; k++) {
+                    const char *n = weft_algo_name((weft_algo_t)k);
+                    if (n == NULL) continue;
+                    strncat(names, ", ", sizeof names - strlen(names) - 1);
+                    strncat(names, n, sizeof names - strlen(names) - 1);
+                }
+                return usage_error(b, spec, "unknown algorithm '%s' (one of: %s)", val, names);
+            }
             o->algo = a;
         }
         o->algo_given = 1;
@@ -360,9 +341,36 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
     }
 }
 
+/* The lines of a usage text that describe --name: the line that starts
+ * with "--name" (after spaces) and the more indented lines that follow it. */
+static void usage_entry(const char *usage, const char *name, char *out, size_t cap)
+{
+    out[0] = '\0';
+    size_t nlen = strlen(name), used = 0;
+    int in = 0;
+    for (const char *line = usage; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        size_t ind = strspn(line, " ");
+        int starts = ind < len && line[ind] == '-';
+        if (starts) in = strncmp(line + ind, "--", 2) == 0 && strncmp(line + ind + 2, name, nlen) == 0 &&
+                         !(isalnum((unsigned char)line[ind + 2 + nlen]) || line[ind + 2 + nlen] == '-');
+        if (in && (starts || ind > 2) && used + len + 2 < cap) {
+            memcpy(out + used, line, len);
+            used += len;
+            out[used++] = '\n';
+            out[used] = '\0';
+        }
+        if (!end) break;
+        line = end + 1;
+    }
+    if (used > 0) out[used - 1] = '\0'; /* no trailing newline */
+}
+
 int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec, bench_opts_t *o)
 {
     memset(o, 0, sizeof *o);
+    b->prog = spec->prog;
     o->min_bytes = spec->min_bytes ? spec->min_bytes : BENCH_DEFAULT_MIN;
     o->max_bytes = spec->max_bytes ? spec->max_bytes : BENCH_DEFAULT_MAX;
     o->iters = 0;
@@ -373,91 +381,145 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
     o->algo = WEFT_ALGO_AUTO;
     o->csv_path = NULL;
 
-    for (int i = 1; i < argc; i++) {
+    /* getopt_long over the shared options and the program's own long ones.
+     * The program's options are known only to its callback (bench_extra_fn),
+     * so each long option on the command line that is not a shared one is
+     * offered to it once without a value first, as its contract allows: it
+     * answers BENCH_OPT_NEEDS_VALUE (an option with a value), BENCH_OPT_OK (a
+     * flag, taken there and then) or BENCH_OPT_UNKNOWN (left for getopt_long
+     * to report). */
+    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_EXTRA };
+    static const struct option shared[] = {
+        {"rounds", required_argument, NULL, 'r'}, {"csv", required_argument, NULL, OPT_CSV},
+        {"budget", required_argument, NULL, OPT_BUDGET}, {"quiet", no_argument, NULL, OPT_QUIET},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+    };
+    const int nshared = (int)(sizeof shared / sizeof shared[0]);
+    struct option *longopts = calloc((size_t)nshared + (size_t)argc + 1, sizeof *longopts);
+    char **names = calloc((size_t)argc + 1, sizeof *names);
+    int nlong = nshared, rc = BENCH_PARSE_OK;
+    if (longopts == NULL || names == NULL) {
+        bench_error(b, "out of memory parsing the options");
+        rc = BENCH_PARSE_USAGE;
+        goto out;
+    }
+    memcpy(longopts, shared, sizeof shared);
+    for (int i = 1; i < argc && spec->extra; i++) {
         const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+        if (strcmp(arg, "--") == 0) break;
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') continue;
+        size_t n = strcspn(arg + 2, "=");
+        int known = 0;
+        for (int k = 0; k < nlong && !known; k++)
+            known = strlen(longopts[k].name) == n && strncmp(longopts[k].name, arg + 2, n) == 0;
+        if (known) continue;
+        char *name = strndup(arg + 2, n);
+        if (name == NULL) {
+            bench_error(b, "out of memory parsing the options");
+            rc = BENCH_PARSE_USAGE;
+            goto out;
+        }
+        names[nlong - nshared] = name;
+        int probe = spec->extra(spec->extra_ud, name, NULL);
+        if (probe == BENCH_OPT_NEEDS_VALUE || probe == BENCH_OPT_OK) {
+            longopts[nlong++] = (struct option){name, probe == BENCH_OPT_OK ? no_argument
+                                                                            : required_argument,
+                                                NULL, OPT_EXTRA};
+        } else {
+            free(name);
+            names[nlong - nshared] = NULL;
+            if (probe == BENCH_OPT_BAD_VALUE) {
+                rc = usage_error(b, spec, "bad option '%s'", arg);
+                goto out;
+            }
+        }
+    }
+
+    optind = 0; /* a full reset of glibc's getopt */
+    opterr = 0;
+    int opt, idx = -1;
+    while ((opt = getopt_long(argc, argv, ":m:i:x:r:T:a:hV", longopts, &idx)) != -1) {
+        switch (opt) {
+        case 'h':
             bench_usage(b, spec, stdout);
             if (b->rank == 0) fflush(stdout);
-            return BENCH_PARSE_HELP;
-        }
-        if (strncmp(arg, "--", 2) == 0 && arg[2] != '\0') {
-            char name[64];
-            const char *eq = strchr(arg + 2, '=');
-            size_t n = eq ? (size_t)(eq - (arg + 2)) : strlen(arg + 2);
-            if (n == 0 || n >= sizeof name) return usage_error(b, spec, "bad option '%s'", arg);
-            memcpy(name, arg + 2, n);
-            name[n] = '\0';
-            const char *val = eq ? eq + 1 : NULL;
-            /* Shared long options that take a value. */
-            const char *shared_val[] = {"csv", "rounds", "budget"};
-            int shared = -1;
-            for (int k = 0; k < 3; k++)
-                if (strcmp(name, shared_val[k]) == 0) shared = k;
-            if (shared >= 0) {
-                if (!val) {
-                    if (i + 1 >= argc) return usage_error(b, spec, "--%s needs a value", name);
-                    val = argv[++i];
-                }
-                if (shared == 0) {
-                    if (!*val) return usage_error(b, spec, "--csv needs a file name");
-                    o->csv_path = val;
-                } else if (shared == 1) {
-                    int rc = apply_short(b, spec, o, 'r', val);
-                    if (rc != BENCH_PARSE_OK) return rc;
-                } else {
-                    double d;
-                    if (parse_double(val, &d) != 0 || d <= 0 || d > 3600)
-                        return usage_error(b, spec, "bad --budget '%s' (seconds, > 0)", val);
-                    o->budget_s = d;
-                }
-                continue;
+            rc = BENCH_PARSE_HELP;
+            goto out;
+        case 'V':
+            if (b->rank == 0) weft_cli_version(stdout, spec->prog);
+            rc = BENCH_PARSE_HELP;
+            goto out;
+        case 'm': case 'i': case 'x': case 'r': case 'T': case 'a':
+            rc = apply_short(b, spec, o, (char)opt, optarg);
+            if (rc != BENCH_PARSE_OK) goto out;
+            break;
+        case OPT_CSV:
+            if (!*optarg) {
+                rc = usage_error(b, spec, "--csv needs a file name");
+                goto out;
             }
-            if (strcmp(name, "quiet") == 0) {
-                if (val) return usage_error(b, spec, "--quiet takes no value");
-                o->quiet = 1;
-                b->quiet = 1;
-                continue;
+            o->csv_path = optarg;
+            break;
+        case OPT_BUDGET: {
+            double d;
+            if (parse_double(optarg, &d) != 0 || d <= 0 || d > 3600) {
+                rc = usage_error(b, spec, "bad --budget '%s' (seconds, > 0)", optarg);
+                goto out;
             }
-            int rc = spec->extra ? spec->extra(spec->extra_ud, name, val) : BENCH_OPT_UNKNOWN;
-            if (rc == BENCH_OPT_NEEDS_VALUE) {
-                if (val || i + 1 >= argc) return usage_error(b, spec, "--%s needs a value", name);
-                val = argv[++i];
-                rc = spec->extra(spec->extra_ud, name, val);
-                if (rc == BENCH_OPT_NEEDS_VALUE) rc = BENCH_OPT_BAD_VALUE;
+            o->budget_s = d;
+            break;
+        }
+        case OPT_QUIET:
+            o->quiet = 1;
+            b->quiet = 1;
+            break;
+        case OPT_EXTRA: {
+            const struct option *lo = &longopts[idx];
+            if (lo->has_arg == no_argument) break; /* a flag: taken by the probe */
+            int r = spec->extra(spec->extra_ud, lo->name, optarg);
+            if (r != BENCH_OPT_OK) {
+                /* The option's own lines of the usage text say what is valid. */
+                char hint[1024];
+                usage_entry(spec->extra_usage, lo->name, hint, sizeof hint);
+                rc = usage_error(b, spec, "bad value '%s' for --%s%s%s", optarg, lo->name,
+                                 hint[0] ? ", which takes:\n" : "", hint);
+                goto out;
             }
-            if (rc == BENCH_OPT_UNKNOWN) return usage_error(b, spec, "unknown option '--%s'", name);
-            if (rc == BENCH_OPT_BAD_VALUE)
-                return usage_error(b, spec, "bad value '%s' for --%s", val ? val : "", name);
-            if (rc != BENCH_OPT_OK) return usage_error(b, spec, "bad option '%s'", arg);
-            continue;
+            break;
         }
-        if (arg[0] == '-' && arg[1] != '\0' && arg[2] == '\0' && strchr("mixrTa", arg[1])) {
-            if (i + 1 >= argc) return usage_error(b, spec, "option '%s' needs a value", arg);
-            int rc = apply_short(b, spec, o, arg[1], argv[++i]);
-            if (rc != BENCH_PARSE_OK) return rc;
-            continue;
+        default:
+            if (b->rank == 0) weft_cli_getopt_error(spec->prog, opt, argv, longopts);
+            rc = BENCH_PARSE_USAGE;
+            goto out;
         }
-        if (arg[0] == '-' && arg[1] != '\0' && strchr("mixrTa", arg[1])) { /* -m4:1024 */
-            int rc = apply_short(b, spec, o, arg[1], arg + 2);
-            if (rc != BENCH_PARSE_OK) return rc;
-            continue;
-        }
-        if (arg[0] == '-') return usage_error(b, spec, "unknown option '%s'", arg);
-        return usage_error(b, spec, "unexpected argument '%s'", arg);
     }
-    if (weft_datatype_size(o->dtype) == 0)
-        return usage_error(b, spec, "datatype not supported by this Weft build");
+    if (optind < argc) {
+        rc = usage_error(b, spec, "unexpected argument '%s'", argv[optind]);
+        goto out;
+    }
+    if (weft_datatype_size(o->dtype) == 0) {
+        rc = usage_error(b, spec, "datatype not supported by this Weft build");
+        goto out;
+    }
     size_t esz = spec->bytes_only ? 1 : weft_datatype_size(o->dtype);
-    if (o->max_bytes < esz)
-        return usage_error(b, spec, "-m: MAX %zu is smaller than one %s element (%zu bytes)",
-                           o->max_bytes, weft_datatype_name(o->dtype), esz);
+    if (o->max_bytes < esz) {
+        rc = usage_error(b, spec, "-m: MAX %zu is smaller than one %s element (%zu bytes)",
+                         o->max_bytes, weft_datatype_name(o->dtype), esz);
+        goto out;
+    }
     /* Whole elements only: round MIN up to a multiple of the element size so
      * that every size printed is the size sent. */
     if (o->min_bytes % esz) o->min_bytes += esz - o->min_bytes % esz;
     if (o->min_bytes > o->max_bytes)
-        return usage_error(b, spec, "-m: no whole number of %s elements between MIN and MAX",
-                           weft_datatype_name(o->dtype));
-    return BENCH_PARSE_OK;
+        rc = usage_error(b, spec, "-m: no whole number of %s elements between MIN and MAX",
+                         weft_datatype_name(o->dtype));
+out:
+    /* The program's option names are copies made above, freed here. */
+    if (names)
+        for (int k = 0; k < nlong - nshared; k++) free(names[k]);
+    free(names);
+    free(longopts);
+    return rc;
 }
 
 int bench_apply_algo(const bench_ctx_t *b, const bench_opts_t *o, weft_coll_t coll)
@@ -471,13 +533,44 @@ int bench_apply_algo_to(const bench_ctx_t *b, const bench_opts_t *o, weft_comm_t
     if (!o->algo_given) return 0;
     weft_status_t st = weft_comm_set_algo(comm, coll, o->algo);
     if (st != WEFT_SUCCESS) {
-        if (b->rank == 0)
-            fprintf(stderr, "error: -a %s: Weft refuses it for this collective: %s (%s)\n",
-                    weft_algo_name(o->algo) ? weft_algo_name(o->algo) : "?", weft_status_name(st),
-                    weft_strerror(st));
+        /* The ones it takes, asked of the communicator itself (then back to auto). */
+        char names[512] = "auto";
+        for (int k = WEFT_ALGO_AUTO + 1; k < WEFT_ALGO_COUNT; k++) {
+            const char *n = weft_algo_name((weft_algo_t)k);
+            if (n == NULL || weft_comm_set_algo(comm, coll, (weft_algo_t)k) != WEFT_SUCCESS) continue;
+            strncat(names, ", ", sizeof names - strlen(names) - 1);
+            strncat(names, n, sizeof names - strlen(names) - 1);
+        }
+        weft_status_t st2 = weft_comm_set_algo(comm, coll, WEFT_ALGO_AUTO);
+        if (b->rank == 0) {
+            char msg[700];
+            snprintf(msg, sizeof msg, "-a %s: Weft refuses it for this collective (%s); valid: %s",
+                     weft_algo_name(o->algo) ? weft_algo_name(o->algo) : "?", weft_status_name(st),
+                     names);
+            weft_cli_usage_error(b->prog ? b->prog : "benchmark", "%s", msg);
+        }
+        if (st2 != WEFT_SUCCESS) bench_error(b, "weft_comm_set_algo(auto): %s", weft_status_name(st2));
         return BENCH_PARSE_USAGE;
     }
     return 0;
+}
+
+/* The collective a WEFT_<COLL>_ALGO variable forces; 0, or -1 if none. */
+static int bench_coll_of_env(const char *var, weft_coll_t *coll)
+{
+    static const struct { const char *var; weft_coll_t coll; } map[] = {
+        {"WEFT_ALLREDUCE_ALGO", WEFT_COLL_ALLREDUCE}, {"WEFT_REDUCE_SCATTER_ALGO", WEFT_COLL_REDUCE_SCATTER},
+        {"WEFT_ALLGATHER_ALGO", WEFT_COLL_ALLGATHER}, {"WEFT_BCAST_ALGO", WEFT_COLL_BCAST},
+        {"WEFT_REDUCE_ALGO", WEFT_COLL_REDUCE},       {"WEFT_ALLTOALL_ALGO", WEFT_COLL_ALLTOALL},
+        {"WEFT_GATHER_ALGO", WEFT_COLL_GATHER},       {"WEFT_SCATTER_ALGO", WEFT_COLL_SCATTER},
+        {"WEFT_BARRIER_ALGO", WEFT_COLL_BARRIER},
+    };
+    for (size_t i = 0; var && i < sizeof map / sizeof map[0]; i++)
+        if (strcmp(var, map[i].var) == 0) {
+            *coll = map[i].coll;
+            return 0;
+        }
+    return -1;
 }
 
 void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char *title,
@@ -496,6 +589,26 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
         printf("# Algorithm: forced by the environment, %s=%s\n", env_algo_var, env_algo);
     else
         printf("# Algorithm: auto (Weft's selection)\n");
+    /* A forced algorithm that cannot serve these calls (NCCL on host
+     * buffers) runs another one: say which, as weft_query_algo answers for
+     * host buffers on b->comm (a program timing device buffers on a comm of
+     * its own says what ran in its rows). */
+    weft_algo_t forced = o->algo_given ? o->algo : WEFT_ALGO_AUTO;
+    if (!o->algo_given && env_algo && *env_algo && weft_algo_from_name(env_algo, &forced) != WEFT_SUCCESS)
+        forced = WEFT_ALGO_AUTO;
+    weft_coll_t coll = WEFT_COLL_ALLREDUCE;
+    if (forced != WEFT_ALGO_AUTO && !b->own_comms && bench_coll_of_env(env_algo_var, &coll) == 0) {
+        size_t esz = weft_datatype_size(o->dtype) ? weft_datatype_size(o->dtype) : 1;
+        weft_algo_t lo = WEFT_ALGO_AUTO, hi = WEFT_ALGO_AUTO;
+        if (weft_query_algo(b->comm, coll, o->min_bytes / esz, o->dtype, &lo) == WEFT_SUCCESS &&
+            weft_query_algo(b->comm, coll, o->max_bytes / esz, o->dtype, &hi) == WEFT_SUCCESS &&
+            (lo != forced || hi != forced))
+            printf("# Algorithm: %s cannot serve host buffers: on them Weft runs %s at %zu B, %s at "
+                   "%zu B (weft_query_algo; rows that name an algorithm say what ran)\n",
+                   weft_algo_name(forced) ? weft_algo_name(forced) : "?",
+                   weft_algo_name(lo) ? weft_algo_name(lo) : "?", o->min_bytes,
+                   weft_algo_name(hi) ? weft_algo_name(hi) : "?", o->max_bytes);
+    }
     /* The transport the benchmark's communicator runs over, and what chose it. */
     const char *tp = getenv("WEFT_TRANSPORT");
     if (b->own_comms) {
@@ -830,6 +943,41 @@ int bench_run_interleaved(bench_ctx_t *b, const bench_timing_t *tm, const bench_
 }
 
 /* ---- CSV ------------------------------------------------------------------------------ */
+/* The machine in one line: host name, CPU model, CPUs online. */
+static void machine_line(char *out, size_t cap)
+{
+    char host[256] = "unknown host", model[256] = "unknown CPU";
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown host");
+    host[sizeof host - 1] = '\0';
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f)) {
+            if (strncmp(line, "model name", 10) != 0) continue;
+            const char *colon = strchr(line, ':');
+            if (colon == NULL) continue;
+            colon++;
+            while (*colon == ' ' || *colon == '\t') colon++;
+            snprintf(model, sizeof model, "%s", colon);
+            model[strcspn(model, "\n")] = '\0';
+            break;
+        }
+        fclose(f);
+    }
+    snprintf(out, cap, "%s, %s, %ld CPUs", host, model, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+static int write_csv_meta(const bench_ctx_t *b, FILE *f)
+{
+    char machine[600], date[64] = "unknown";
+    machine_line(machine, sizeof machine);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    return fprintf(f, "# program: %s\n# weft: %s\n# ranks: %d\n# machine: %s\n# date: %s\n",
+                   b->prog ? b->prog : "?", weft_version_string(), b->size, machine, date);
+}
+
 int bench_csv_open(const bench_ctx_t *b, bench_csv_t *csv, const char *path, const char *header)
 {
     csv->f = NULL;
@@ -839,7 +987,7 @@ int bench_csv_open(const bench_ctx_t *b, bench_csv_t *csv, const char *path, con
         if (!csv->f) {
             fprintf(stderr, "error: cannot open CSV file '%s': %s\n", path, strerror(errno));
             ok = 0;
-        } else if (fprintf(csv->f, "%s\n", header) < 0) {
+        } else if (write_csv_meta(b, csv->f) < 0 || fprintf(csv->f, "%s\n", header) < 0) {
             fprintf(stderr, "error: cannot write CSV file '%s': %s\n", path, strerror(errno));
             fclose(csv->f);
             csv->f = NULL;

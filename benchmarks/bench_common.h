@@ -57,6 +57,7 @@ typedef struct bench_ctx {
     int quiet;           /* no progress lines (--quiet) */
     int own_comms;       /* the program times communicators of its own, not `comm`: the
                           * header's transport line says so instead of naming comm's */
+    const char *prog;    /* the program's name (bench_parse sets it), for the CSV */
 } bench_ctx_t;
 
 /**
@@ -307,9 +308,12 @@ typedef struct bench_csv {
 } bench_csv_t;
 
 /**
- * Open path (when non-NULL) on rank 0 and write the header row (comma-
- * separated column names). Returns 0, or nonzero on every rank if rank 0
- * could not open or write it (printed). Collective.
+ * Open path (when non-NULL) on rank 0 and write what was measured where, as
+ * '#' comment lines ("# program: ...", "# weft:", "# ranks:", "# machine:",
+ * "# date:"; readers skip lines that start with '#', weft-plot puts them in
+ * its titles), then the header row (comma-separated column names). Returns
+ * 0, or nonzero on every rank if rank 0 could not open or write it
+ * (printed). Collective.
  */
 int bench_csv_open(const bench_ctx_t *b, bench_csv_t *csv, const char *path, const char *header);
 /** Append one row (printf format, no newline needed). Rank 0; no-op elsewhere. */

@@ -45,7 +45,7 @@ for cfg in ("n2_2x1", "n2_1x2", "n4_2x2"):
     for r in range(1, reps + 1):
         base = os.path.join(out, f"halo_{cfg}_{r}")
         with open(base + ".csv") as f:
-            for row in csv.DictReader(f):
+            for row in csv.DictReader(l for l in f if not l.startswith("#")):
                 rows.setdefault((cfg, row["block"], row["width"]), {"med": [], "min": [], "w": [], "m": []})
                 e = rows[(cfg, row["block"], row["width"])]
                 e["med"].append(float(row["ratio"]))

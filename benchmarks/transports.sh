@@ -105,7 +105,7 @@ for name, wcol, mcol, unit in progs:
     data = {}
     for tp in tps:
         for f in sorted(glob.glob(f"{out}/{name}_{tp}_*.csv")):
-            for r in csv.DictReader(open(f)):
+            for r in csv.DictReader(l for l in open(f) if not l.startswith("#")):
                 s = int(r["size_bytes"])
                 data.setdefault(s, {}).setdefault(tp, []).append(float(r[wcol]))
                 data[s].setdefault("MPI", []).append(float(r[mcol]))
@@ -122,7 +122,7 @@ for name, wcol, mcol, unit in progs:
         print(row)
 same = {}
 for f in sorted(glob.glob(f"{out}/same_process_*.csv")):
-    for r in csv.DictReader(open(f)):
+    for r in csv.DictReader(l for l in open(f) if not l.startswith("#")):
         key = (r["test"], int(r["size_bytes"]))
         for c in ("weft_mpi_us", "weft_ucx_us", "mpi_us", "ucx_over_mpi_transport"):
             same.setdefault(key, {}).setdefault(c, []).append(float(r[c]))

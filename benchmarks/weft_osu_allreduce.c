@@ -44,7 +44,10 @@ static int take_device_opt(int *argc, char **argv, bench_device_t *dev, int rank
         const char *v = NULL;
         if (strcmp(argv[i], "-d") == 0 || strcmp(argv[i], "--device") == 0) {
             if (i + 1 >= *argc) {
-                if (rank == 0) fprintf(stderr, "error: %s needs a value (host, host-stream, cuda)\n", argv[i]);
+                if (rank == 0)
+                    fprintf(stderr, "weft_osu_allreduce: error: option '%s' needs a value (one of: "
+                                    "host, host-stream, cuda)\nTry 'weft_osu_allreduce --help'.\n",
+                            argv[i]);
                 return 2;
             }
             v = argv[++i];
@@ -60,7 +63,9 @@ static int take_device_opt(int *argc, char **argv, bench_device_t *dev, int rank
         else if (strcmp(v, "host-stream") == 0) *dev = DEV_HOST_STREAM;
         else if (strcmp(v, "cuda") == 0) *dev = DEV_CUDA;
         else {
-            if (rank == 0) fprintf(stderr, "error: bad device '%s' (host, host-stream, cuda)\n", v);
+            if (rank == 0)
+                fprintf(stderr, "weft_osu_allreduce: error: bad device '%s' (one of: host, "
+                                "host-stream, cuda)\nTry 'weft_osu_allreduce --help'.\n", v);
             return 2;
         }
     }

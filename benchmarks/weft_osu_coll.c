@@ -154,7 +154,11 @@ int main(int argc, char **argv)
 #endif
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
+#ifdef BENCH_COLL
+    bench_spec_t spec = {.prog = "weft_osu_" BENCH_COLL,
+#else
     bench_spec_t spec = {.prog = "weft_osu_coll",
+#endif
                          .what = "Latency of a Weft collective and of MPI's own in the same run "
                                  "(interleaved, median over rounds).",
                          .extra_usage = "  --coll NAME   reduce_scatter, allgather, bcast, reduce, alltoall, gather,\n"
@@ -166,12 +170,12 @@ int main(int argc, char **argv)
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (e.c == NULL || e.root >= b.size) {
         if (b.rank == 0)
-            fprintf(stderr, "error: %s\n", e.c ? "--root must be < the number of ranks"
-                                                : "--coll NAME is required");
+            fprintf(stderr, "%s: error: %s\n", spec.prog,
+                    e.c ? "--root must be < the number of ranks" : "--coll NAME is required");
         bench_usage(&b, &spec, stderr);
         return bench_finalize(&b, BENCH_PARSE_USAGE);
     }
-    if (bench_apply_algo(&b, &o, e.c->coll) != 0) return bench_finalize(&b, 1);
+    if (bench_apply_algo(&b, &o, e.c->coll) != 0) return bench_finalize(&b, BENCH_PARSE_USAGE);
 
     state_t s = {.b = &b, .c = e.c, .root = e.root, .dt = o.dtype, .mdt = bench_mpi_dtype(o.dtype)};
     const size_t esz = weft_datatype_size(o.dtype);

@@ -67,7 +67,7 @@ weft_status_t weft__coll_agree(weft__comm_t *c, weft_status_t st, const weft__co
         long long v[9] = {st != WEFT_SUCCESS, a->count, -a->count, a->dtype, -a->dtype,
                           a->op,            -a->op,   a->root,   -a->root};
         long long m[9];
-        int rc = MPI_Allreduce(v, m, 9, MPI_LONG_LONG, MPI_MAX, c->mpi_check);
+        int rc = PMPI_Allreduce(v, m, 9, MPI_LONG_LONG, MPI_MAX, c->mpi_check);
         if (rc != MPI_SUCCESS) {
             weft__mpi_error(rc, "MPI_Allreduce (WEFT_CHECK_ARGS)", __FILE__, __LINE__);
             if (st == WEFT_SUCCESS) st = WEFT_ERR_MPI;

@@ -17,7 +17,7 @@ static _Atomic int next_id;
 static weft_status_t agree(weft__comm_t *c, weft_status_t st)
 {
     int ok = st == WEFT_SUCCESS, all = 0;
-    WEFT__MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->mpi));
+    WEFT__MPI_CHECK(PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->mpi));
     if (st != WEFT_SUCCESS) return st;
     return all ? WEFT_SUCCESS : WEFT_ERR_COMM_BROKEN;
 }
@@ -30,7 +30,7 @@ static weft_status_t agree_transport(weft__comm_t *c, weft_status_t st)
 {
     int id = st == WEFT_SUCCESS ? (int)weft__transport_id(c->tp) : 0;
     int v[3] = {st != WEFT_SUCCESS, id, -id}, all[3] = {0, 0, 0};
-    WEFT__MPI_CHECK(MPI_Allreduce(v, all, 3, MPI_INT, MPI_MAX, c->mpi));
+    WEFT__MPI_CHECK(PMPI_Allreduce(v, all, 3, MPI_INT, MPI_MAX, c->mpi));
     if (all[0] != 0) return st != WEFT_SUCCESS ? st : WEFT_ERR_COMM_BROKEN;
     if (all[1] != -all[2]) {
         WEFT__ERROR("weft_comm_create_ex: ranks asked for different transports (this rank: %s)",
@@ -168,7 +168,7 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_stream_
      * nothing of c in flight, every rank meets them in one order. */
     drain(c);
     weft_status_t st = WEFT_SUCCESS;
-    WEFT__MPI_CHECK_GOTO(MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, c->mpi), st, out);
+    WEFT__MPI_CHECK_GOTO(PMPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, c->mpi), st, out);
     if (any_bad) {
         if (bad) WEFT__ERROR("weft_comm_split: %s", newcomm == NULL ? "newcomm is NULL"
                                                                      : "color below WEFT_UNDEFINED");

@@ -1,9 +1,16 @@
 /*
  * config.c - every WEFT_* environment variable, read once in weft_init into
  * weft__cfg. Never getenv on a hot path. The table below is the single
- * source of the documentation (doc/config.md and weft-info print it).
+ * source of the documentation (doc/config.md, weft-info and weft(7) print it).
+ *
+ * Strict (doc/config.md, "Strictness"): a malformed value fails weft_init
+ * with a message that lists what is valid; a WEFT_ variable that is not in
+ * the table is warned about with the closest name that is (a typo would
+ * otherwise change nothing, silently); a forced algorithm that can serve only
+ * some calls says at init what runs instead.
  */
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -31,7 +38,17 @@ static const weft__config_var_t vars[] = {
      "its communicator is marked broken (0 = off)"},
     {"WEFT_LOG_LEVEL", "1", "0 off, 1 error, 2 warn, 3 info, 4 debug"},
     {"WEFT_PROFILE", "", "write a per-operation, per-size profile to this path at finalize"},
-    {"WEFT_TRACE", "", "write a Chrome/Perfetto trace of the engine to this path (.RANK added)"},
+    {"WEFT_TRACE", "",
+     "write a Chrome/Perfetto trace of the engine to this path (.RANK added; weft-trace merge "
+     "joins the ranks)"},
+    {"WEFT_TRACE_EVENTS", "1048576",
+     "trace buffer per rank, events (about 64 bytes each; 1024 .. 268435456)"},
+    {"WEFT_TRACE_KEEP", "first",
+     "when the trace buffer is full: first (keep the start, drop later events) or last "
+     "(a ring: keep the most recent events)"},
+    {"WEFT_TRACE_CLOCK", "node",
+     "trace clock alignment: node (ranks of a node share rank 0's node clock; node leaders "
+     "measure their offset from rank 0) or measure (every rank measures its offset)"},
     {"WEFT_TRANSPORT", "auto", "host transport: auto|mpi|ucx"},
     {"WEFT_RING_CHUNK", "262144", "ring pipeline chunk, bytes (0 = one chunk per block)"},
     {"WEFT_SPIN", "100", "empty progress passes before the engine starts to yield its core"},
@@ -52,6 +69,11 @@ static const weft__config_var_t vars[] = {
      "device buffers: NCCL from this many bytes up, host transfer below"},
     {"WEFT_CUDA_MEMOPS", "1",
      "CUDA stream flags with cuStreamWrite/WaitValue32 (0: event fallback)"},
+    {"WEFT_MPI_VERBOSE", "0",
+     "libweft-mpi.so (read there, at MPI_Init): 1 reports per call site which MPI calls went to "
+     "Weft and which fell through to MPI, and why (doc/mpi_interposition.md)"},
+    {"WEFT_MPI_CALLS", "all",
+     "libweft-mpi.so: comma list of the MPI collectives Weft serves (the others go to MPI)"},
     {"WEFT_CHECK_ARGS", "0",
      "1: every collective first checks with the other ranks that they all passed valid, "
      "matching arguments (count, datatype, operation, root), so a bad argument on one rank "
@@ -61,6 +83,105 @@ static const weft__config_var_t vars[] = {
 };
 
 const weft__config_var_t *weft__config_vars(void) { return vars; }
+
+/* Prefixes of WEFT_ names that are not Weft's own variables: UCX reads
+ * WEFT_UCX_<NAME> for Weft's UCX context (doc/config.md), the test suite
+ * passes WEFT_TEST_<NAME> to its programs. */
+static const char *const foreign_prefixes[] = {"WEFT_UCX_", "WEFT_TEST_"};
+
+/* Optimal string alignment distance (Levenshtein plus adjacent
+ * transpositions, so ALOG -> ALGO is one edit); names are short. */
+static size_t edit_distance(const char *a, const char *b)
+{
+    enum { MAXN = 64 };
+    size_t n = strlen(a), m = strlen(b);
+    if (n >= MAXN || m >= MAXN) return n > m ? n : m;
+    size_t d[MAXN + 1][MAXN + 1];
+    for (size_t i = 0; i <= n; i++) d[i][0] = i;
+    for (size_t j = 0; j <= m; j++) d[0][j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        for (size_t j = 1; j <= m; j++) {
+            size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+            size_t best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < best) best = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    }
+    return d[n][m];
+}
+
+const char *weft__config_closest(const char *name)
+{
+    const char *best = NULL;
+    size_t bd = (size_t)-1;
+    for (const weft__config_var_t *c = vars; c->name; c++) {
+        size_t dist = edit_distance(name, c->name);
+        if (dist < bd) {
+            bd = dist;
+            best = c->name;
+        }
+    }
+    /* A suggestion only when it is plausibly the same name. */
+    return best != NULL && bd <= 3 ? best : NULL;
+}
+
+/* Messages that must be seen even at the default log level (errors only):
+ * they are about the configuration, printed once, by rank 0 of
+ * MPI_COMM_WORLD (every rank reads the same environment under mpiexec);
+ * silenced by WEFT_LOG_LEVEL=0. */
+#define CONFIG_NOTICE(level, ...)                                                     \
+    do {                                                                              \
+        if ((level) > WEFT__LOG_OFF && weft__g.world_rank == 0)                       \
+            weft__log_write(WEFT__LOG_WARN, __FILE__, __LINE__, __VA_ARGS__);         \
+    } while (0)
+
+extern char **environ;
+
+/* Every WEFT_ variable of the environment that is not in the table. */
+static int warn_unknown(int log_level)
+{
+    int n = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "WEFT_", 5) != 0) continue;
+        char name[128];
+        size_t len = strcspn(*e, "=");
+        if (len >= sizeof name) len = sizeof name - 1;
+        memcpy(name, *e, len);
+        name[len] = '\0';
+        bool known = false;
+        for (const weft__config_var_t *c = vars; c->name && !known; c++)
+            known = strcmp(c->name, name) == 0;
+        for (size_t k = 0; k < sizeof foreign_prefixes / sizeof foreign_prefixes[0] && !known; k++)
+            known = strncmp(name, foreign_prefixes[k], strlen(foreign_prefixes[k])) == 0;
+        if (known) continue;
+        const char *close = weft__config_closest(name);
+        if (close)
+            CONFIG_NOTICE(log_level, "%s is not a Weft variable and is ignored; did you mean %s?",
+                          name, close);
+        else
+            CONFIG_NOTICE(log_level,
+                          "%s is not a Weft variable and is ignored (weft-info lists them all)",
+                          name);
+        n++;
+    }
+    return n;
+}
+
+/* "ring, recursive_doubling, ..." : the algorithms that serve coll. */
+static void algo_names(weft_coll_t coll, char *out, size_t cap)
+{
+    snprintf(out, cap, "auto");
+    for (int a = WEFT_ALGO_AUTO + 1; a < WEFT_ALGO_COUNT; a++) {
+        if (weft__algo_impl(coll, (weft_algo_t)a) == NULL) continue;
+        const char *n = weft_algo_name((weft_algo_t)a);
+        size_t used = strlen(out);
+        if (n && used + 2 < cap) snprintf(out + used, cap - used, ", %s", n);
+    }
+}
 
 static const char *value_of(const char *name)
 {
@@ -154,15 +275,51 @@ weft_status_t weft__config_load(void)
         weft_algo_t a;
         if (weft_algo_from_name(v, &a) != WEFT_SUCCESS ||
             (a != WEFT_ALGO_AUTO && weft__algo_impl((weft_coll_t)i, a) == NULL)) {
-            WEFT__ERROR("%s=\"%s\": no such algorithm for this collective", coll_env[i], v);
+            char names[512];
+            algo_names((weft_coll_t)i, names, sizeof names);
+            WEFT__ERROR("%s=\"%s\": no such algorithm for %s in this build; valid: %s",
+                        coll_env[i], v, weft__coll_name((weft_coll_t)i), names);
             return WEFT_ERR_ALGORITHM;
         }
         c.force_algo[i] = a;
     }
+    /* NCCL serves device buffers on a CUDA-stream communicator only: every
+     * other allreduce runs the host cost model's choice (lib/stream.c), which
+     * weft_query_algo, weft-info and the benchmarks report. Said once here. */
+    if (c.force_algo[WEFT_COLL_ALLREDUCE] == WEFT_ALGO_NCCL)
+        CONFIG_NOTICE(c.log_level,
+                      "WEFT_ALLREDUCE_ALGO=nccl: NCCL serves device buffers on communicators "
+                      "bound to a CUDA stream only; host buffers run the host cost model's "
+                      "algorithm instead (weft_query_algo and weft-info say which)");
+    warn_unknown(c.log_level);
     WEFT__CHECK(copy_str("WEFT_TUNING_FILE", c.tuning_file, sizeof c.tuning_file));
     WEFT__CHECK(parse_double("WEFT_TIMEOUT", 0, 1e9, &c.timeout_s));
     WEFT__CHECK(copy_str("WEFT_PROFILE", c.profile_path, sizeof c.profile_path));
     WEFT__CHECK(copy_str("WEFT_TRACE", c.trace_path, sizeof c.trace_path));
+    WEFT__CHECK(parse_long("WEFT_TRACE_EVENTS", 1024, 1L << 28, &l));
+    c.trace_events = (size_t)l;
+    {
+        const char *keep = value_of("WEFT_TRACE_KEEP");
+        if (strcmp(keep, "first") == 0) {
+            c.trace_keep_last = 0;
+        } else if (strcmp(keep, "last") == 0) {
+            c.trace_keep_last = 1;
+        } else {
+            WEFT__ERROR("WEFT_TRACE_KEEP=\"%s\": expected first or last", keep);
+            return WEFT_ERR_INVALID_ARG;
+        }
+    }
+    {
+        const char *clock = value_of("WEFT_TRACE_CLOCK");
+        if (strcmp(clock, "node") == 0) {
+            c.trace_clock_measure = 0;
+        } else if (strcmp(clock, "measure") == 0) {
+            c.trace_clock_measure = 1;
+        } else {
+            WEFT__ERROR("WEFT_TRACE_CLOCK=\"%s\": expected node or measure", clock);
+            return WEFT_ERR_INVALID_ARG;
+        }
+    }
     WEFT__CHECK(parse_transport(&c.transport));
     WEFT__CHECK(parse_long("WEFT_RING_CHUNK", 0, 1L << 40, &l));
     c.ring_chunk = (size_t)l;

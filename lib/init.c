@@ -86,7 +86,7 @@ weft_status_t weft_init(const weft_init_params_t *params)
             argc = params->argc;
             argv = params->argv;
         }
-        WEFT__MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
+        WEFT__MPI_CHECK(PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
         weft__g.we_init_mpi = 1;
     } else {
         int fin = 0;
@@ -95,7 +95,7 @@ weft_status_t weft_init(const weft_init_params_t *params)
             WEFT__ERROR("weft_init: MPI has already been finalised");
             return WEFT_ERR_MPI;
         }
-        WEFT__MPI_CHECK(MPI_Query_thread(&provided));
+        WEFT__MPI_CHECK(PMPI_Query_thread(&provided));
     }
     if (provided < MPI_THREAD_MULTIPLE) {
         /* Logged unconditionally: this is the first thing a user must fix. */
@@ -129,7 +129,7 @@ weft_status_t weft_init(const weft_init_params_t *params)
 fail_engine:
     weft__engine_stop(1.0);
 fail_mpi:
-    if (weft__g.we_init_mpi) MPI_Finalize();
+    if (weft__g.we_init_mpi) PMPI_Finalize();
     weft__g.we_init_mpi = 0;
     return st;
 }
@@ -148,7 +148,7 @@ weft_status_t weft_finalize(void)
     weft__op_cache_trim();
     weft__transport_ucx_shutdown();
     if (weft__g.we_init_mpi) {
-        int rc = MPI_Finalize();
+        int rc = PMPI_Finalize();
         if (rc != MPI_SUCCESS && st == WEFT_SUCCESS) st = weft__mpi_error(rc, "MPI_Finalize", __FILE__, __LINE__);
         weft__g.we_init_mpi = 0;
     }

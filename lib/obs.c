@@ -12,7 +12,12 @@
  * their declaration in weft_internal.h says. weft_profile_enable and
  * weft_profile_dump: any thread between weft_init and weft_finalize.
  */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "weft_internal.h"
 
@@ -24,22 +29,80 @@ _Atomic int weft__obs_on;
 
 static inline int bits(void) { return atomic_load_explicit(&weft__obs_on, memory_order_relaxed); }
 
+/* Can `path` be written at finalize? An existing regular file must be
+ * writable, else its directory must exist and be writable. Logs why not. */
+static int output_ok(const char *var, const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        if (S_ISDIR(sb.st_mode)) {
+            WEFT__ERROR("%s: %s is a directory, not a file", var, path);
+            return 0;
+        }
+        if (access(path, W_OK) != 0) {
+            WEFT__ERROR("%s: cannot write %s: %s", var, path, strerror(errno));
+            return 0;
+        }
+        return 1;
+    }
+    if (errno != ENOENT) {
+        WEFT__ERROR("%s: cannot write %s: %s", var, path, strerror(errno));
+        return 0;
+    }
+    char copy[1100];
+    snprintf(copy, sizeof copy, "%s", path);
+    const char *dir = dirname(copy);
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        WEFT__ERROR("%s: cannot write %s: directory %s does not exist", var, path, dir);
+        return 0;
+    }
+    if (access(dir, W_OK | X_OK) != 0) {
+        WEFT__ERROR("%s: cannot write %s: directory %s: %s", var, path, dir, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+/* weft_init, collective over MPI_COMM_WORLD: the output paths are checked
+ * now (an unwritable one fails weft_init on every rank, instead of the data
+ * being lost at finalize), and the ranks agree on tracing, which measures
+ * the clocks collectively. */
 weft_status_t weft__obs_init(void)
 {
     atomic_store_explicit(&weft__obs_on, 0, memory_order_relaxed);
-    /* A sink that cannot be set up is reported and left off: observability
-     * never stops the run. */
+    int rank = weft__g.world_rank;
+    /* [0] a path is wrong here, [1] this rank traces, [2] it does not */
+    int mine[3] = {0, weft__cfg.trace_path[0] != 0, weft__cfg.trace_path[0] == 0}, all[3];
+    if (weft__cfg.profile_path[0] && rank == 0 && !output_ok("WEFT_PROFILE", weft__cfg.profile_path))
+        mine[0] = 1;
+    if (weft__cfg.trace_path[0]) {
+        char path[1100];
+        weft__trace_file(path, sizeof path, rank);
+        if (!output_ok("WEFT_TRACE", path)) mine[0] = 1;
+    }
+    WEFT__MPI_CHECK(PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    if (all[0]) {
+        if (!mine[0] && rank == 0)
+            WEFT__ERROR("WEFT_PROFILE/WEFT_TRACE: another rank cannot write its output");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (all[1] && all[2]) {
+        WEFT__ERROR("WEFT_TRACE is set on some ranks only: set it on every rank or none");
+        return WEFT_ERR_INVALID_ARG;
+    }
     if (weft__cfg.profile_path[0]) {
         if (weft__profile_init() == WEFT_SUCCESS)
             atomic_fetch_or_explicit(&weft__obs_on, WEFT__OBS_PROFILE, memory_order_relaxed);
         else
             WEFT__ERROR("WEFT_PROFILE=%s: profiler not started", weft__cfg.profile_path);
     }
-    if (weft__cfg.trace_path[0]) {
-        if (weft__trace_init() == WEFT_SUCCESS)
-            atomic_fetch_or_explicit(&weft__obs_on, WEFT__OBS_TRACE, memory_order_relaxed);
-        else
+    if (all[1]) {
+        weft_status_t st = weft__trace_init();
+        if (st != WEFT_SUCCESS) {
             WEFT__ERROR("WEFT_TRACE=%s: trace not started", weft__cfg.trace_path);
+            return st;
+        }
+        atomic_fetch_or_explicit(&weft__obs_on, WEFT__OBS_TRACE, memory_order_relaxed);
     }
     return WEFT_SUCCESS;
 }

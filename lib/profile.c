@@ -25,6 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "weft_internal.h"
 
@@ -176,10 +178,21 @@ static weft_status_t write_files(const char *path, const double *rows, const int
         fclose(fj);
         return WEFT_ERR_INVALID_ARG;
     }
+    /* Where and when (weft-plot's titles): host name (JSON-safe bytes only),
+     * CPUs, UTC date. */
+    char host[128] = "unknown", date[64] = "unknown";
+    if (gethostname(host, sizeof host) != 0) snprintf(host, sizeof host, "unknown");
+    host[sizeof host - 1] = '\0';
+    for (char *h = host; *h; h++)
+        if (*h == '"' || *h == '\\' || (unsigned char)*h < 0x20) *h = '?';
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm)) strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
     fprintf(fj, "{\"weft_profile\": 1, \"version\": \"%s\", \"ranks\": %d, \"time_unit\": \"us\",\n"
+                " \"machine\": \"%s, %ld CPUs\", \"date\": \"%s\",\n"
                 " \"bucket\": \"bucket_bytes B holds messages of B/2 < bytes <= B; 0 holds empty ones\",\n"
                 " \"entries\": [",
-            weft_version_string(), nranks);
+            weft_version_string(), nranks, host, sysconf(_SC_NPROCESSORS_ONLN), date);
     fprintf(fc, "%s\n", csv_header);
     for (int i = 0; i < nrows; i++) {
         const double *x = &rows[(size_t)i * NFIELD];
@@ -257,9 +270,9 @@ static weft_status_t gather_and_write(const char *path, double *mine, int nmine)
     /* Every rank learns whether rank 0 can receive, so nobody is left in a
      * collective alone. */
     int ok = st == WEFT_SUCCESS;
-    WEFT__MPI_CHECK_GOTO(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
     if (!ok) goto out;
-    WEFT__MPI_CHECK_GOTO(MPI_Gather(&ndoubles, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD),
+    WEFT__MPI_CHECK_GOTO(PMPI_Gather(&ndoubles, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD),
                          st, out);
     if (rank == 0) {
         for (int r = 0; r < size; r++) {
@@ -273,7 +286,7 @@ static weft_status_t gather_and_write(const char *path, double *mine, int nmine)
             if (all == NULL || rank_of == NULL) ok = 0;
         }
     }
-    WEFT__MPI_CHECK_GOTO(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
     if (!ok) {
         st = WEFT_ERR_NO_MEMORY;
         goto out;

@@ -252,18 +252,18 @@ out:
 weft_status_t weft__select_init(weft__comm_t *c)
 {
     double v[4] = {S.have_cost, S.cost.alpha, S.cost.beta, S.cost.gamma};
-    WEFT__MPI_CHECK(MPI_Bcast(v, 4, MPI_DOUBLE, 0, c->mpi));
+    WEFT__MPI_CHECK(PMPI_Bcast(v, 4, MPI_DOUBLE, 0, c->mpi));
     if (v[0] == 0 && weft__cfg.measure && c->size > 1) {
         weft__cost_t m = default_cost;
         weft_status_t st = measure(c, &m);
         int ok = st == WEFT_SUCCESS, all = 0;
-        WEFT__MPI_CHECK(MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->mpi));
+        WEFT__MPI_CHECK(PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->mpi));
         if (!all) return st != WEFT_SUCCESS ? st : WEFT_ERR_COMM_BROKEN;
         v[0] = 1;
         v[1] = m.alpha;
         v[2] = m.beta;
         v[3] = m.gamma;
-        WEFT__MPI_CHECK(MPI_Bcast(v, 4, MPI_DOUBLE, 0, c->mpi));
+        WEFT__MPI_CHECK(PMPI_Bcast(v, 4, MPI_DOUBLE, 0, c->mpi));
         WEFT__INFO("measured alpha %.3g s, beta %.3g s/B, gamma %.3g s/B", v[1], v[2], v[3]);
     }
     if (v[0] != 0) {

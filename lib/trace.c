@@ -16,14 +16,27 @@
  * and, outside operations: cat "wait" (a caller blocked in weft_wait or a
  * blocking call) and cat "stream" (weft__obs_stream_wait).
  *
- * Bounded: the buffer holds TRACE_CAPACITY events (about 64 bytes each,
- * allocated up front as virtual memory, resident as it fills). When it is full
- * later events are dropped and counted; the count is written in the file
- * ("otherData": {"dropped": N}) and reported at finalize. The trace therefore
- * always covers the start of the run.
+ * Bounded: the buffer holds WEFT_TRACE_EVENTS events per rank (default 1 Mi,
+ * about 64 bytes each, allocated up front as virtual memory, resident as it
+ * fills). WEFT_TRACE_KEEP says what a full buffer keeps: "first" (default)
+ * drops later events and so covers the start of the run; "last" is a ring
+ * that overwrites the oldest and so covers its end. Either way the count
+ * of events lost is written in the file ("otherData": {"dropped": N}) and
+ * reported at finalize.
+ *
+ * Clocks: at weft_init every rank learns the offset of its clock from rank
+ * 0's (trace_sync_clock: 0 on rank 0's node, which shares its clock; measured
+ * by round trips between node leaders elsewhere; WEFT_TRACE_CLOCK=measure
+ * measures on every rank) and writes it as
+ * otherData.clock_offset_us; `weft-trace merge` adds it
+ * to the rank's timestamps to put all ranks on one timeline. The files of
+ * one run share otherData.run_id.
  *
  * Thread contract: events are appended from any thread (a slot is reserved
- * with one atomic fetch-add, then written by its owner only). The step-time
+ * with one atomic fetch-add, claimed with an atomic exchange of its busy
+ * flag, written, then published with its sequence number; a writer that
+ * finds its slot still claimed by a writer a whole ring earlier drops its
+ * event and counts it). The step-time
  * table is touched only on the engine side (progress lock held). Writing
  * happens in weft_finalize after the engine stopped, with no other thread in
  * Weft.
@@ -32,10 +45,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "weft_internal.h"
 
-#define TRACE_CAPACITY (1u << 20)
 #define STEP_SLOTS 4096u /* open-addressed: op -> time of its last step boundary */
 #define STEP_PROBE 16u
 
@@ -48,31 +61,54 @@ typedef struct ev {
     int16_t kind, algo;    /* -1: not an operation event */
     int32_t comm;
     int32_t a, b;          /* step: phase, step; complete: status */
+    uint64_t seq;          /* reservation index + 1 once written; 0 never written */
+    _Atomic uint32_t busy; /* claimed by a writer */
 } ev_t;
 
 static struct {
     ev_t *ev;
-    _Atomic uint32_t next;    /* slots reserved (may exceed capacity) */
-    _Atomic uint64_t dropped;
+    uint64_t cap;             /* slots (WEFT_TRACE_EVENTS) */
+    int keep_last;            /* WEFT_TRACE_KEEP=last: a ring */
+    _Atomic uint64_t next;    /* slots reserved (may exceed cap) */
+    _Atomic uint64_t dropped; /* events not recorded (first: buffer full; last: slot busy) */
+    double clock_offset;      /* seconds to add to this rank's clock to get rank 0's */
+    double clock_rtt;         /* the round trip the offset came from (0 on rank 0) */
+    unsigned long long run_id;
     struct { const weft__op_t *op; double t; } step[STEP_SLOTS];
 } T;
 
-static ev_t *reserve(void)
+/* A slot to write, claimed, with its reservation index in *seq; NULL if the
+ * event is dropped. Every non-NULL reserve is followed by publish(). */
+static ev_t *reserve(uint64_t *seq)
 {
     if (T.ev == NULL) return NULL;
-    uint32_t i = atomic_fetch_add_explicit(&T.next, 1, memory_order_relaxed);
-    if (i >= TRACE_CAPACITY) {
-        /* keep `next` from wrapping around on very long runs */
-        atomic_store_explicit(&T.next, TRACE_CAPACITY, memory_order_relaxed);
+    uint64_t i = atomic_fetch_add_explicit(&T.next, 1, memory_order_relaxed);
+    if (i >= T.cap && !T.keep_last) {
         atomic_fetch_add_explicit(&T.dropped, 1, memory_order_relaxed);
         return NULL;
     }
-    return &T.ev[i];
+    ev_t *e = &T.ev[i % T.cap];
+    /* acquire: the previous writer's fields are complete before ours go in */
+    if (atomic_exchange_explicit(&e->busy, 1, memory_order_acquire) != 0) {
+        atomic_fetch_add_explicit(&T.dropped, 1, memory_order_relaxed);
+        return NULL;
+    }
+    *seq = i;
+    return e;
+}
+
+/* release: the fields are complete before the slot can be claimed again
+ * (finalize reads after the engine and every caller left Weft). */
+static void publish(ev_t *e, uint64_t seq)
+{
+    e->seq = seq + 1;
+    atomic_store_explicit(&e->busy, 0, memory_order_release);
 }
 
 static void op_event(const weft__op_t *op, const char *cat, double ts, double dur, int a, int b)
 {
-    ev_t *e = reserve();
+    uint64_t seq;
+    ev_t *e = reserve(&seq);
     if (e == NULL) return;
     e->ts = ts;
     e->dur = dur > 0 ? dur : 0;
@@ -85,21 +121,113 @@ static void op_event(const weft__op_t *op, const char *cat, double ts, double du
     e->comm = op->comm ? op->comm->id : -1;
     e->a = a;
     e->b = b;
+    publish(e, seq);
 }
 
+/* Ranks of one node read the same CLOCK_MONOTONIC (one kernel): their offset
+ * from their node's first rank is exactly 0, and measuring it through MPI
+ * would only add noise (an oversubscribed node's round trips take
+ * milliseconds). So the first rank of each node (the leaders) measures its
+ * offset from rank 0's clock, and passes it to the ranks of its node: rank 0
+ * answers each leader's pings in turn with its clock, and a leader keeps the
+ * offset of its fastest round trip, rank 0's time at the reply minus the
+ * midpoint of the round trip (error at most half that round trip).
+ * Collective over MPI_COMM_WORLD. */
+#define SYNC_ROUNDS 16
+static weft_status_t trace_sync_clock(void)
+{
+    weft_status_t st = WEFT_SUCCESS;
+    MPI_Comm node = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
+    int node_rank = 0;
+    double sync[2] = {0, 0}; /* offset, round trip */
+    /* WEFT_TRACE_CLOCK=measure: every rank measures (each its own "node"). */
+    if (weft__cfg.trace_clock_measure)
+        WEFT__MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, weft__g.world_rank, 0, &node));
+    else
+        WEFT__MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
+                                            MPI_INFO_NULL, &node));
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN), st, out);
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_rank(node, &node_rank), st, out);
+    /* World rank 0 is rank 0 of its node (key 0 keeps MPI_COMM_WORLD's order)
+     * and so rank 0 of the leaders. */
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED,
+                                        weft__g.world_rank, &leaders), st, out);
+    if (leaders != MPI_COMM_NULL) {
+        int lr = 0, ln = 1;
+        WEFT__MPI_CHECK_GOTO(MPI_Comm_set_errhandler(leaders, MPI_ERRORS_RETURN), st, out);
+        WEFT__MPI_CHECK_GOTO(MPI_Comm_rank(leaders, &lr), st, out);
+        WEFT__MPI_CHECK_GOTO(MPI_Comm_size(leaders, &ln), st, out);
+        if (lr == 0) {
+            for (int r = 1; r < ln; r++) {
+                for (int k = 0; k < SYNC_ROUNDS; k++) {
+                    char ping;
+                    WEFT__MPI_CHECK_GOTO(MPI_Recv(&ping, 1, MPI_CHAR, r, 0, leaders,
+                                                  MPI_STATUS_IGNORE), st, out);
+                    double t = weft__now();
+                    WEFT__MPI_CHECK_GOTO(MPI_Send(&t, 1, MPI_DOUBLE, r, 0, leaders), st, out);
+                }
+            }
+        } else {
+            double best = -1;
+            for (int k = 0; k < SYNC_ROUNDS; k++) {
+                char ping = 0;
+                double t_root = 0;
+                double t0 = weft__now();
+                WEFT__MPI_CHECK_GOTO(MPI_Send(&ping, 1, MPI_CHAR, 0, 0, leaders), st, out);
+                WEFT__MPI_CHECK_GOTO(MPI_Recv(&t_root, 1, MPI_DOUBLE, 0, 0, leaders,
+                                              MPI_STATUS_IGNORE), st, out);
+                double t1 = weft__now();
+                if (best < 0 || t1 - t0 < best) {
+                    best = t1 - t0;
+                    sync[0] = t_root - 0.5 * (t0 + t1);
+                }
+            }
+            sync[1] = best;
+        }
+    }
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(sync, 2, MPI_DOUBLE, 0, node), st, out);
+    if (weft__g.world_rank == 0)
+        T.run_id = ((unsigned long long)getpid() << 32) ^ (unsigned long long)(weft__now() * 1e6);
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&T.run_id, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), st,
+                         out);
+    T.clock_offset = sync[0];
+    T.clock_rtt = sync[1];
+out:
+    if (leaders != MPI_COMM_NULL) {
+        int rc = MPI_Comm_free(&leaders);
+        if (rc != MPI_SUCCESS && st == WEFT_SUCCESS)
+            st = weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
+    }
+    if (node != MPI_COMM_NULL) {
+        int rc = MPI_Comm_free(&node);
+        if (rc != MPI_SUCCESS && st == WEFT_SUCCESS)
+            st = weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
+    }
+    return st;
+}
+
+/* weft_init, on every rank of MPI_COMM_WORLD (collective: the clock sync). */
 weft_status_t weft__trace_init(void)
 {
     if (T.ev == NULL) {
-        T.ev = malloc((size_t)TRACE_CAPACITY * sizeof(ev_t));
+        T.cap = weft__cfg.trace_events > 0 ? weft__cfg.trace_events : 1024;
+        T.ev = calloc((size_t)T.cap, sizeof(ev_t));
         if (T.ev == NULL) {
-            WEFT__ERROR("trace: cannot allocate %u events", TRACE_CAPACITY);
+            WEFT__ERROR("trace: cannot allocate %llu events (WEFT_TRACE_EVENTS)",
+                        (unsigned long long)T.cap);
             return WEFT_ERR_NO_MEMORY;
         }
     }
+    T.keep_last = weft__cfg.trace_keep_last;
     atomic_store_explicit(&T.next, 0, memory_order_relaxed);
     atomic_store_explicit(&T.dropped, 0, memory_order_relaxed);
     memset(T.step, 0, sizeof T.step);
-    return WEFT_SUCCESS;
+    weft_status_t st = trace_sync_clock();
+    if (st != WEFT_SUCCESS) {
+        free(T.ev);
+        T.ev = NULL;
+    }
+    return st;
 }
 
 /* ---- step boundaries (engine side) ------------------------------------------------ */
@@ -165,14 +293,24 @@ void weft__trace_done(const weft__op_t *op, weft_status_t st, double t_end)
 void weft__trace_span(const weft__comm_t *c, const char *cat, const char *what, double t0,
                       double t1)
 {
-    ev_t *e = reserve();
+    uint64_t seq;
+    ev_t *e = reserve(&seq);
     if (e == NULL) return;
-    *e = (ev_t){.ts = t0, .dur = t1 > t0 ? t1 - t0 : 0, .cat = cat, .what = what,
-                .kind = -1, .algo = -1, .comm = c ? c->id : -1};
+    e->ts = t0;
+    e->dur = t1 > t0 ? t1 - t0 : 0;
+    e->cat = cat;
+    e->what = what;
+    e->bytes = 0;
+    e->tag = 0;
+    e->kind = -1;
+    e->algo = -1;
+    e->comm = c ? c->id : -1;
+    e->a = e->b = 0;
+    publish(e, seq);
 }
 
 /* ---- writing ----------------------------------------------------------------------- */
-static void trace_path(char *out, size_t cap, int rank)
+void weft__trace_file(char *out, size_t cap, int rank)
 {
     const char *p = weft__cfg.trace_path;
     size_t n = strlen(p);
@@ -225,12 +363,14 @@ static void write_event(FILE *f, const ev_t *e, int rank)
 void weft__trace_fini(void)
 {
     if (T.ev == NULL) return;
-    uint32_t n = atomic_load_explicit(&T.next, memory_order_relaxed);
-    if (n > TRACE_CAPACITY) n = TRACE_CAPACITY;
+    uint64_t n = atomic_load_explicit(&T.next, memory_order_relaxed);
+    uint64_t first = n > T.cap ? n - T.cap : 0; /* ring: the last cap reservations */
+    if (!T.keep_last && n > T.cap) n = T.cap, first = 0;
     uint64_t dropped = atomic_load_explicit(&T.dropped, memory_order_relaxed);
+    uint64_t overwritten = T.keep_last ? first : 0;
     int rank = weft__g.world_rank;
     char path[1100];
-    trace_path(path, sizeof path, rank);
+    weft__trace_file(path, sizeof path, rank);
     FILE *f = fopen(path, "w");
     if (f == NULL) {
         WEFT__ERROR("WEFT_TRACE: cannot write %s: %s", path, strerror(errno));
@@ -243,25 +383,40 @@ void weft__trace_fini(void)
     enum { MAXNAMED = 1024 };
     static unsigned char named[MAXNAMED];
     memset(named, 0, sizeof named);
-    for (uint32_t i = 0; i < n; i++) {
-        int c = T.ev[i].comm;
+    uint64_t written = 0;
+    for (uint64_t j = first; j < n; j++) {
+        const ev_t *e = &T.ev[j % T.cap];
+        if (e->seq != j + 1) continue; /* dropped (slot busy) */
+        int c = e->comm;
         if (c < 0 || c >= MAXNAMED || named[c]) continue;
         named[c] = 1;
         fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                    "\"args\":{\"name\":\"comm %d\"}}", rank, c, c);
     }
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint64_t j = first; j < n; j++) {
+        const ev_t *e = &T.ev[j % T.cap];
+        if (e->seq != j + 1) continue;
         fputs(",\n", f);
-        write_event(f, &T.ev[i], rank);
+        write_event(f, e, rank);
+        written++;
     }
     fprintf(f, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"weft_version\":\"%s\",\"rank\":%d,"
-               "\"events\":%u,\"capacity\":%u,\"dropped\":%llu}}\n",
-            weft_version_string(), rank, n, TRACE_CAPACITY, (unsigned long long)dropped);
+               "\"ranks\":%d,\"run_id\":\"%llx\",\"clock\":\"CLOCK_MONOTONIC\",\"clock_sync\":\"%s\","
+               "\"clock_offset_us\":%.3f,\"clock_rtt_us\":%.3f,\"events\":%llu,\"capacity\":%llu,"
+               "\"keep\":\"%s\",\"dropped\":%llu,\"overwritten\":%llu}}\n",
+            weft_version_string(), rank, weft__g.world_size, T.run_id,
+            weft__cfg.trace_clock_measure ? "measured" : "shared on a node, measured across",
+            1e6 * T.clock_offset,
+            1e6 * T.clock_rtt, (unsigned long long)written, (unsigned long long)T.cap,
+            T.keep_last ? "last" : "first", (unsigned long long)dropped,
+            (unsigned long long)overwritten);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) WEFT__ERROR("WEFT_TRACE: writing %s failed", path);
-    if (dropped)
-        WEFT__WARN("WEFT_TRACE: buffer full (%u events): %llu later events were dropped from %s",
-                   TRACE_CAPACITY, (unsigned long long)dropped, path);
+    if (dropped || overwritten)
+        WEFT__WARN("WEFT_TRACE: buffer of %llu events full: %llu %s events %s from %s",
+                   (unsigned long long)T.cap, (unsigned long long)(dropped + overwritten),
+                   T.keep_last ? "earlier" : "later",
+                   T.keep_last ? "overwritten (WEFT_TRACE_KEEP=last)" : "dropped", path);
 out:
     free(T.ev);
     T.ev = NULL;

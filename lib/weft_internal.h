@@ -52,6 +52,9 @@ typedef struct weft__config {
     int linger_us;                           /* WEFT_LINGER_US */
     size_t fused_reduce_max;                 /* WEFT_FUSED_REDUCE_MAX bytes (0 = off) */
     int check_args;                          /* WEFT_CHECK_ARGS: collectives agree on arguments */
+    size_t trace_events;                     /* WEFT_TRACE_EVENTS: trace buffer per rank */
+    int trace_keep_last;                     /* WEFT_TRACE_KEEP: 0 first, 1 last (ring) */
+    int trace_clock_measure;                 /* WEFT_TRACE_CLOCK: 0 node, 1 measure */
 } weft__config_t;
 
 extern weft__config_t weft__cfg;
@@ -67,6 +70,9 @@ typedef struct weft__config_var {
 } weft__config_var_t;
 /** The table of every WEFT_* variable; NULL-name terminated. Any thread. */
 const weft__config_var_t *weft__config_vars(void);
+/** The table's name closest to `name` (a typo's likely meaning), or NULL
+ * when none is within a few edits. Any thread. */
+const char *weft__config_closest(const char *name);
 
 /* ---- datatypes and reductions (lib/datatype.c, lib/reduce.c) ----------- */
 size_t weft__dtype_size(weft_datatype_t dtype);
@@ -572,8 +578,10 @@ weft_status_t weft__profile_init(void);
 void weft__profile_fini(void);
 void weft__profile_done(const weft__op_t *op, double t_end);
 void weft__profile_wait(const weft__op_t *op, double waited);
-weft_status_t weft__trace_init(void);
+weft_status_t weft__trace_init(void); /* collective over MPI_COMM_WORLD (clock sync) */
 void weft__trace_fini(void);
+/** The file rank `rank` writes for WEFT_TRACE (PATH.RANK.json). */
+void weft__trace_file(char *out, size_t cap, int rank);
 void weft__trace_issue(const weft__op_t *op);
 void weft__trace_start(const weft__op_t *op, weft_status_t st);
 void weft__trace_step(const weft__op_t *op, int phase, int stepno, double t_end);
@@ -645,6 +653,14 @@ void weft__futex_wait(_Atomic uint32_t *word, uint32_t expected, long timeout_ns
 void weft__futex_wake(_Atomic uint32_t *word);
 
 /* ---- check macros (log once where found, then propagate) ------------------ */
+/* Weft's own MPI traffic calls the PMPI_ entry of every function that
+ * libweft-mpi.so (interpose/) defines: MPI_Init_thread, MPI_Query_thread, MPI_Finalize and the
+ * collectives (MPI_Allreduce, MPI_Bcast, MPI_Gather, MPI_Allgather,
+ * MPI_Iallreduce, MPI_Ibarrier, ...). With the interposer preloaded, the
+ * MPI_ name would resolve to it and re-enter Weft (an agreement allreduce
+ * inside weft_comm_create would create a Weft communicator for Weft's own
+ * duplicate). The test interpose-symbols checks libweft.so for such
+ * references. Point-to-point, communicator and query calls stay MPI_. */
 weft_status_t weft__mpi_error(int rc, const char *call, const char *file, int line);
 
 #define WEFT__MPI_CHECK(call)                                                   \

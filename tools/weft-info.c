@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft_cli.h"
 #include "weft_internal.h"
 #ifdef WEFT_HAVE_UCX
 #include <ucp/api/ucp.h>
@@ -50,38 +51,38 @@ int weft__select_rules(const void **rules);
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]\n"
+            "Usage: weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]\n"
             "                 [--gamma S] [--no-vars]\n"
-            "  --ranks P    print the selection table for a communicator of P ranks\n"
-            "  --coll NAME  only this collective in the table (default: all)\n"
-            "  -m MIN:MAX   message sizes of the table in bytes (default 4:268435456)\n"
+            "What this Weft is: version, build, backends, algorithms, WEFT_* variables, and\n"
+            "the selection table for a communicator of P ranks (runs alone or under mpiexec).\n"
+            "  -p, --ranks P   print the selection table for a communicator of P ranks\n"
+            "  -c, --coll NAME only this collective in the table (default: all)\n"
+            "  -m MIN:MAX      message sizes of the table in bytes, or MAX (suffix K, M, G;\n"
+            "                  default 4:256M)\n"
             "  --alpha/--beta/--gamma S   cost-model parameters to use (seconds,\n"
-            "               seconds per byte); default: the cost in use (see doc/observability.md)\n"
-            "  --no-vars    do not list the WEFT_* variables\n");
+            "                  seconds per byte); default: the cost in use (doc/observability.md)\n"
+            "  --no-vars       do not list the WEFT_* variables\n"
+            "  -h, --help      this text\n"
+            "  -V, --version   version and build options\n");
 }
 
-static int parse_num(const char *s, double *out)
+/* The collective named s, or -1. */
+static int coll_from_name(const char *s)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= 0) || !isfinite(v)) return 0;
-    *out = v;
-    return 1;
+    for (int c = 0; c < WEFT_COLL_COUNT; c++)
+        if (!strcmp(s, weft__coll_name((weft_coll_t)c))) return c;
+    return -1;
 }
 
-static int parse_sizes(const char *s, size_t *lo, size_t *hi)
+/* The usage error for an unknown collective, listing the valid names. */
+static int bad_coll(const char *prog, const char *s)
 {
-    char *end;
-    errno = 0;
-    unsigned long long a = strtoull(s, &end, 10);
-    if (errno || end == s || *end != ':' || s[0] == '-') return 0;
-    const char *t = end + 1;
-    unsigned long long b = strtoull(t, &end, 10);
-    if (errno || end == t || *end || t[0] == '-' || a > b) return 0;
-    *lo = (size_t)a;
-    *hi = (size_t)b;
-    return 1;
+    char names[256] = "";
+    for (int c = 0; c < WEFT_COLL_COUNT; c++) {
+        strncat(names, c ? ", " : "", sizeof names - strlen(names) - 1);
+        strncat(names, weft__coll_name((weft_coll_t)c), sizeof names - strlen(names) - 1);
+    }
+    return weft_cli_usage_error(prog, "unknown collective '%s' (one of: %s)", s, names);
 }
 
 static void print_backends(void)
@@ -176,6 +177,7 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
     printf("# source: env = WEFT_<COLL>_ALGO, rule = WEFT_TUNING_FILE, model = cost model\n");
     printf("# %-15s %12s  %-19s %-6s %-19s %12s\n", "coll", "size_bytes", "algorithm", "source",
            "model_choice", "model_us");
+    int fallback = 0;
     for (int ci = 0; ci < WEFT_COLL_COUNT; ci++) {
         if (only_coll >= 0 && ci != only_coll) continue;
         weft_coll_t coll = (weft_coll_t)ci;
@@ -189,13 +191,24 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
             double mc = 0;
             weft_algo_t model = weft__select_model(coll, p, s, dt, cost, &mc);
             weft_algo_t sel = weft__select(&c, coll, s, dt);
-            const char *an = weft_algo_name(sel), *mn = weft_algo_name(model);
+            /* What runs on host buffers (a forced NCCL cannot serve them):
+             * the same answer weft_query_algo gives. */
+            weft_algo_t runs = weft__stream_query_algo(&c, coll, s, dt, sel);
+            const char *src = source_of(coll, p, s, dt, sel, model);
+            if (runs != sel) {
+                src = "env*";
+                fallback = 1;
+            }
+            const char *an = weft_algo_name(runs), *mn = weft_algo_name(model);
             printf("  %-15s %12zu  %-19s %-6s %-19s %12.3f\n", weft__coll_name(coll), s,
-                   an ? an : "none", source_of(coll, p, s, dt, sel, model), mn ? mn : "none",
-                   isfinite(mc) ? 1e6 * mc : -1.0);
+                   an ? an : "none", src, mn ? mn : "none", isfinite(mc) ? 1e6 * mc : -1.0);
             if (s >= last || s > SIZE_MAX / 2) break;
         }
     }
+    if (fallback)
+        printf("# env* = forced by WEFT_<COLL>_ALGO to an algorithm that cannot serve host buffers\n"
+               "#        (nccl: device buffers on a CUDA-stream communicator only); the row shows\n"
+               "#        the algorithm that runs instead\n");
     return 0;
 }
 
@@ -214,56 +227,54 @@ static int file_has_cost(const char *path)
     return n == 3;
 }
 
+enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_NO_VARS };
+
 int main(int argc, char **argv)
 {
     int ranks = 0, only_coll = -1, vars = 1;
     size_t lo = 4, hi = (size_t)256 << 20;
     double ov[3] = {-1, -1, -1};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--no-vars")) {
-            vars = 0;
-        } else if (!strcmp(a, "--ranks") && v) {
-            char *end;
-            long p = strtol(v, &end, 10);
-            if (*end || p < 1 || p > (1L << 24)) {
-                fprintf(stderr, "weft-info: --ranks needs an integer in [1, 16777216]\n");
-                return 2;
-            }
-            ranks = (int)p;
-            i++;
-        } else if (!strcmp(a, "--coll") && v) {
-            only_coll = -2;
-            for (int c = 0; c < WEFT_COLL_COUNT; c++)
-                if (!strcmp(v, weft__coll_name((weft_coll_t)c))) only_coll = c;
-            if (only_coll == -2) {
-                fprintf(stderr, "weft-info: unknown collective '%s'\n", v);
-                return 2;
-            }
-            i++;
-        } else if (!strcmp(a, "-m") && v) {
-            if (!parse_sizes(v, &lo, &hi)) {
-                fprintf(stderr, "weft-info: -m needs MIN:MAX in bytes\n");
-                return 2;
-            }
-            i++;
-        } else if ((!strcmp(a, "--alpha") || !strcmp(a, "--beta") || !strcmp(a, "--gamma")) && v) {
-            int k = a[2] == 'a' ? 0 : a[2] == 'b' ? 1 : 2;
-            if (!parse_num(v, &ov[k])) {
-                fprintf(stderr, "weft-info: %s needs a non-negative number\n", a);
-                return 2;
-            }
-            i++;
-        } else {
-            fprintf(stderr, "weft-info: unknown or incomplete option '%s'\n", a);
-            usage(stderr);
-            return 2;
+    static const struct option longopts[] = {
+        {"ranks", required_argument, NULL, 'p'},       {"coll", required_argument, NULL, 'c'},
+        {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
+        {"gamma", required_argument, NULL, OPT_GAMMA}, {"no-vars", no_argument, NULL, OPT_NO_VARS},
+        {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char *const prog = "weft-info";
+    opterr = 0;
+    int opt;
+    long l;
+    while ((opt = getopt_long(argc, argv, ":p:c:m:hV", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case 'V': weft_cli_version(stdout, prog); return 0;
+        case OPT_NO_VARS: vars = 0; break;
+        case 'p':
+            if (weft_cli_parse_long(optarg, 1, 1L << 24, &l) != 0)
+                return weft_cli_usage_error(prog, "bad --ranks '%s' (an integer in [1, 16777216])",
+                                            optarg);
+            ranks = (int)l;
+            break;
+        case 'c':
+            if ((only_coll = coll_from_name(optarg)) < 0) return bad_coll(prog, optarg);
+            break;
+        case 'm':
+            if (weft_cli_parse_range(optarg, &lo, &hi) != 0)
+                return weft_cli_usage_error(
+                    prog, "bad -m '%s' (MIN:MAX or MAX in bytes, suffix K, M, G)", optarg);
+            break;
+        case OPT_ALPHA: case OPT_BETA: case OPT_GAMMA: {
+            int k = opt - OPT_ALPHA;
+            if (weft_cli_parse_double(optarg, 0, 1e6, &ov[k]) != 0)
+                return weft_cli_usage_error(prog, "bad --%s '%s' (a non-negative number)",
+                                            longopts[2 + k].name, optarg);
+            break;
+        }
+        default: return weft_cli_getopt_error(prog, opt, argv, longopts);
         }
     }
+    if (optind < argc) return weft_cli_usage_error(prog, "unexpected argument '%s'", argv[optind]);
 
     weft_init_params_t params = WEFT_INIT_PARAMS_INITIALIZER;
     params.argc = &argc;

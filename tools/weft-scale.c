@@ -22,16 +22,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "weft_cli.h"
 #include "weft_internal.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: weft-scale [--net edr|shm] [--tuning FILE] [--alpha S] [--beta S] [--gamma S]\n"
+    fprintf(f, "Usage: weft-scale [--net edr|shm] [--tuning FILE] [--alpha S] [--beta S] [--gamma S]\n"
                "                  [--coll NAME] [-p MIN:MAX] [--csv FILE] [--check]\n"
-               "  --net edr    EDR InfiniBand-like: alpha 1 us, beta 1/12.5 GB/s, gamma 1/10 GB/s (default)\n"
-               "  --net shm    the library's built-in shared-memory defaults (1.5 us, 5 GB/s, 4 GB/s)\n"
-               "  --tuning F   alpha/beta/gamma from a tuning file written by weft-tune\n"
-               "  -p MIN:MAX   rank counts, powers of two (default 2:16384)\n");
+               "The cost model and selection of the library for 2..16384 ranks (nothing is run).\n"
+               "  --net edr       EDR InfiniBand-like: alpha 1 us, beta 1/12.5 GB/s, gamma 1/10 GB/s (default)\n"
+               "  --net shm       the library's built-in shared-memory defaults (1.5 us, 5 GB/s, 4 GB/s)\n"
+               "  --tuning FILE   alpha/beta/gamma from a tuning file written by weft-tune\n"
+               "  --alpha/--beta/--gamma S   cost-model parameters (seconds, seconds per byte)\n"
+               "  -c, --coll NAME the collective (default allreduce)\n"
+               "  -p MIN:MAX      rank counts, powers of two (default 2:16384; suffix K allowed)\n"
+               "  --csv FILE      write p,size_bytes,algorithm,cost_us,chosen for weft-plot\n"
+               "  --check         check the shape of the small-message costs (exit 1 if wrong)\n"
+               "  -h, --help      this text\n"
+               "  -V, --version   version and build options\n");
 }
 
 /* alpha/beta/gamma lines of a tuning file (validated first by the library's parser). */
@@ -77,51 +85,77 @@ int main(int argc, char **argv)
     const char *csv = NULL;
     int check = 0, pmin = 2, pmax = 16384;
     weft_coll_t coll = WEFT_COLL_ALLREDUCE;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        if (!strcmp(a, "--check")) { check = 1; continue; }
-        if (v == NULL) goto bad;
-        i++;
-        if (!strcmp(a, "--net")) {
-            if (!strcmp(v, "edr")) {
+    enum { OPT_NET = 256, OPT_TUNING, OPT_ALPHA, OPT_BETA, OPT_GAMMA, OPT_CSV, OPT_CHECK };
+    static const struct option longopts[] = {
+        {"net", required_argument, NULL, OPT_NET},     {"tuning", required_argument, NULL, OPT_TUNING},
+        {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
+        {"gamma", required_argument, NULL, OPT_GAMMA}, {"coll", required_argument, NULL, 'c'},
+        {"csv", required_argument, NULL, OPT_CSV},     {"check", no_argument, NULL, OPT_CHECK},
+        {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    static const char *const prog = "weft-scale";
+    opterr = 0;
+    int opt;
+    while ((opt = getopt_long(argc, argv, ":c:p:hV", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h': usage(stdout); return 0;
+        case 'V': weft_cli_version(stdout, prog); return 0;
+        case OPT_CHECK: check = 1; break;
+        case OPT_NET:
+            if (!strcmp(optarg, "edr")) {
                 cost = (weft__cost_t){1e-6, 1.0 / 12.5e9, 1.0 / 10e9};
-            } else if (!strcmp(v, "shm")) {
+            } else if (!strcmp(optarg, "shm")) {
                 cost = (weft__cost_t){1.5e-6, 2.0e-10, 2.5e-10};
                 net = "shared memory (the library's built-in defaults)";
-            } else goto bad;
-        } else if (!strcmp(a, "--tuning")) {
-            if (!read_cost(v, &cost)) {
-                fprintf(stderr, "weft-scale: %s: no valid alpha/beta/gamma lines\n", v);
-                return 2;
+            } else {
+                return weft_cli_usage_error(prog, "unknown --net '%s' (one of: edr, shm)", optarg);
             }
+            break;
+        case OPT_TUNING:
+            if (!read_cost(optarg, &cost))
+                return weft_cli_usage_error(prog, "--tuning %s: no valid alpha/beta/gamma lines",
+                                            optarg);
             net = "from the tuning file";
-        } else if (!strcmp(a, "--alpha") || !strcmp(a, "--beta") || !strcmp(a, "--gamma")) {
-            char *end;
-            errno = 0;
-            double x = strtod(v, &end);
-            if (errno || *end || !(x >= 0) || !isfinite(x)) goto bad;
-            if (a[2] == 'a') cost.alpha = x;
-            else if (a[2] == 'b') cost.beta = x;
+            break;
+        case OPT_ALPHA: case OPT_BETA: case OPT_GAMMA: {
+            double x;
+            if (weft_cli_parse_double(optarg, 0, 1e6, &x) != 0)
+                return weft_cli_usage_error(prog, "bad --%s '%s' (a non-negative number)",
+                                            longopts[opt - OPT_ALPHA + 2].name, optarg);
+            if (opt == OPT_ALPHA) cost.alpha = x;
+            else if (opt == OPT_BETA) cost.beta = x;
             else cost.gamma = x;
             net = "given on the command line";
-        } else if (!strcmp(a, "--coll")) {
+            break;
+        }
+        case 'c': {
             int found = 0;
-            for (int c = 0; c < WEFT_COLL_COUNT; c++)
-                if (!strcmp(v, weft__coll_name((weft_coll_t)c))) coll = (weft_coll_t)c, found = 1;
-            if (!found) goto bad;
-        } else if (!strcmp(a, "-p")) {
-            if (sscanf(v, "%d:%d", &pmin, &pmax) != 2 || pmin < 2 || pmax < pmin || pmax > (1 << 24))
-                goto bad;
-        } else if (!strcmp(a, "--csv")) {
-            csv = v;
-        } else goto bad;
-        continue;
-    bad:
-        fprintf(stderr, "weft-scale: bad or incomplete option '%s'\n", a);
-        usage(stderr);
-        return 2;
+            char names[256] = "";
+            for (int c = 0; c < WEFT_COLL_COUNT; c++) {
+                if (!strcmp(optarg, weft__coll_name((weft_coll_t)c))) coll = (weft_coll_t)c, found = 1;
+                strncat(names, c ? ", " : "", sizeof names - strlen(names) - 1);
+                strncat(names, weft__coll_name((weft_coll_t)c), sizeof names - strlen(names) - 1);
+            }
+            if (!found)
+                return weft_cli_usage_error(prog, "unknown collective '%s' (one of: %s)", optarg,
+                                            names);
+            break;
+        }
+        case 'p': {
+            size_t lo = 2, hi = 0;
+            if (weft_cli_parse_range(optarg, &lo, &hi) != 0 || lo < 2 || hi > ((size_t)1 << 24))
+                return weft_cli_usage_error(prog, "bad -p '%s' (MIN:MAX ranks, 2 <= MIN <= MAX <= 16M)",
+                                            optarg);
+            pmin = (int)lo;
+            pmax = (int)hi;
+            break;
+        }
+        case OPT_CSV: csv = optarg; break;
+        default: return weft_cli_getopt_error(prog, opt, argv, longopts);
+        }
     }
+    if (optind < argc) return weft_cli_usage_error(prog, "unexpected argument '%s'", argv[optind]);
 
     int n = 0;
     const weft__algo_impl_t *const *list = weft__algo_list(coll, &n);
@@ -140,6 +174,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "weft-scale: cannot write %s: %s\n", csv, strerror(errno));
             return 1;
         }
+        /* '#' lines: what the figures are (weft-plot's titles). */
+        fprintf(f, "# program: weft-scale\n# collective: %s\n# model: %s", weft__coll_name(coll), net);
+        if (strstr(net, "alpha") == NULL) /* the numbers, unless the name gives them */
+            fprintf(f, ": alpha %.3g s, beta %.3g s/B, gamma %.3g s/B", cost.alpha, cost.beta,
+                    cost.gamma);
+        fprintf(f, "\n");
         fprintf(f, "p,size_bytes,algorithm,cost_us,chosen\n");
     }
     printf("# weft-scale: %s; alpha %.3g s, beta %.3g s/B, gamma %.3g s/B; %s, float32 sum\n", net,

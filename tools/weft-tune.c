@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "weft_cli.h"
 #include "weft_internal.h"
 
 #define MAX_SIZES 64
@@ -45,90 +46,104 @@ static int rank_, size_;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: mpiexec -n P weft-tune [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-r ROUNDS]\n"
+    fprintf(f, "Usage: mpiexec -n P weft-tune [-m MIN:MAX] [-i ITERS] [-x WARMUP] [-r ROUNDS]\n"
                "                 [-c COLL[,COLL...]] [--margin PCT] [--any-size] [-o FILE] [-q]\n"
-               "  -m MIN:MAX   message sizes in bytes, powers of two (default 4:4194304)\n"
-               "  -i ITERS     calls per timing (default 50; fewer for large sizes)\n"
-               "  -x WARMUP    untimed calls per algorithm and size (default 3)\n"
-               "  -r ROUNDS    interleaved rounds; the median is used (default 5)\n"
-               "  -c LIST      collectives to tune (default: all)\n"
-               "  --margin PCT keep the cost model's choice when it is within PCT%% of the\n"
-               "               measured winner (default 5)\n"
-               "  --any-size   write rules for any communicator size ('*') instead of P\n"
-               "  -o FILE      write the tuning file (default: print only)\n"
-               "  -q           print only the crossovers\n");
+               "Measures this machine and every algorithm, writes a tuning file (doc/tuning.md).\n"
+               "  -m MIN:MAX      message sizes in bytes, powers of two (suffix K, M, G;\n"
+               "                  default 4:4M, at least 4, at most 4G)\n"
+               "  -i ITERS        calls per timing (default 50; fewer for large sizes)\n"
+               "  -x WARMUP       untimed calls per algorithm and size (default 3)\n"
+               "  -r, --rounds R  interleaved rounds; the median is used (default 5)\n"
+               "  -c, --coll LIST collectives to tune, comma-separated (default: all)\n"
+               "  --margin PCT    keep the cost model's choice when it is within PCT%% of the\n"
+               "                  measured winner (default 5)\n"
+               "  --any-size      write rules for any communicator size ('*') instead of P\n"
+               "  -o, --output FILE  write the tuning file (default: print only)\n"
+               "  -q, --quiet     print only the crossovers\n"
+               "  -h, --help      this text\n"
+               "  -V, --version   version and build options\n");
 }
 
-static int parse_int(const char *s, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return 0;
-    *out = (int)v;
-    return 1;
-}
-
+/* 0 parsed, 1 --help or --version printed (exit 0), 2 usage error printed.
+ * Messages on rank 0 only (every rank parses the same argv). */
 static int parse_args(int argc, char **argv, opts_t *o)
 {
+    static const char *const prog = "weft-tune";
+    enum { OPT_MARGIN = 256, OPT_ANY_SIZE };
+    static const struct option longopts[] = {
+        {"rounds", required_argument, NULL, 'r'},        {"coll", required_argument, NULL, 'c'},
+        {"margin", required_argument, NULL, OPT_MARGIN}, {"any-size", no_argument, NULL, OPT_ANY_SIZE},
+        {"output", required_argument, NULL, 'o'},        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},                {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
     *o = (opts_t){.lo = 4, .hi = 4u << 20, .iters = 50, .warmup = 3, .rounds = 5, .margin = 5};
     for (int c = 0; c < WEFT_COLL_COUNT; c++) o->colls[c] = 1;
-    const char *a = "";
-    for (int i = 1; i < argc; i++) {
-        a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) return 1;
-        if (!strcmp(a, "-q")) { o->quiet = 1; continue; }
-        if (!strcmp(a, "--any-size")) { o->any_size = 1; continue; }
-        if (v == NULL) goto bad;
-        i++;
-        if (!strcmp(a, "-m")) {
-            char *end;
-            errno = 0;
-            unsigned long long x = strtoull(v, &end, 10), y;
-            if (errno || *end != ':' || v[0] == '-') goto bad;
-            const char *t = end + 1;
-            y = strtoull(t, &end, 10);
-            if (errno || *end || end == t || t[0] == '-' || x < 4 || y < x || y > (1ull << 32))
-                goto bad;
-            o->lo = (size_t)x;
-            o->hi = (size_t)y;
-        } else if (!strcmp(a, "-i")) {
-            if (!parse_int(v, 1, 1000000, &o->iters)) goto bad;
-        } else if (!strcmp(a, "-x")) {
-            if (!parse_int(v, 0, 1000000, &o->warmup)) goto bad;
-        } else if (!strcmp(a, "-r")) {
-            if (!parse_int(v, 1, 1000, &o->rounds)) goto bad;
-        } else if (!strcmp(a, "--margin")) {
-            char *end;
-            o->margin = strtod(v, &end);
-            if (*end || !(o->margin >= 0 && o->margin <= 100)) goto bad;
-        } else if (!strcmp(a, "-o")) {
-            o->out = v;
-        } else if (!strcmp(a, "-c")) {
-            char buf[256];
-            snprintf(buf, sizeof buf, "%s", v);
-            for (int c = 0; c < WEFT_COLL_COUNT; c++) o->colls[c] = 0;
+    opterr = 0;
+    int opt;
+    long l;
+    size_t lo, hi;
+#define TUNE_USAGE(...) return rank_ == 0 ? weft_cli_usage_error(prog, __VA_ARGS__) : 2
+    while ((opt = getopt_long(argc, argv, ":m:i:x:r:c:o:qhV", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            if (rank_ == 0) usage(stdout);
+            return 1;
+        case 'V':
+            if (rank_ == 0) weft_cli_version(stdout, prog);
+            return 1;
+        case 'q': o->quiet = 1; break;
+        case OPT_ANY_SIZE: o->any_size = 1; break;
+        case 'm':
+            lo = o->lo;
+            if (weft_cli_parse_range(optarg, &lo, &hi) != 0 || lo < 4 || hi > ((size_t)1 << 32))
+                TUNE_USAGE("bad -m '%s' (MIN:MAX in bytes, 4 <= MIN <= MAX <= 4G)", optarg);
+            o->lo = lo;
+            o->hi = hi;
+            break;
+        case 'i':
+            if (weft_cli_parse_long(optarg, 1, 1000000, &l) != 0)
+                TUNE_USAGE("bad -i '%s' (1..1000000)", optarg);
+            o->iters = (int)l;
+            break;
+        case 'x':
+            if (weft_cli_parse_long(optarg, 0, 1000000, &l) != 0)
+                TUNE_USAGE("bad -x '%s' (0..1000000)", optarg);
+            o->warmup = (int)l;
+            break;
+        case 'r':
+            if (weft_cli_parse_long(optarg, 1, 1000, &l) != 0)
+                TUNE_USAGE("bad -r '%s' (1..1000)", optarg);
+            o->rounds = (int)l;
+            break;
+        case OPT_MARGIN:
+            if (weft_cli_parse_double(optarg, 0, 100, &o->margin) != 0)
+                TUNE_USAGE("bad --margin '%s' (a percentage, 0..100)", optarg);
+            break;
+        case 'o': o->out = optarg; break;
+        case 'c': {
+            char buf[256], names[256] = "";
+            snprintf(buf, sizeof buf, "%s", optarg);
+            for (int c = 0; c < WEFT_COLL_COUNT; c++) {
+                o->colls[c] = 0;
+                strncat(names, c ? ", " : "", sizeof names - strlen(names) - 1);
+                strncat(names, weft__coll_name((weft_coll_t)c), sizeof names - strlen(names) - 1);
+            }
             for (char *sv = NULL, *tok = strtok_r(buf, ",", &sv); tok; tok = strtok_r(NULL, ",", &sv)) {
                 int found = 0;
                 for (int c = 0; c < WEFT_COLL_COUNT; c++)
                     if (!strcmp(tok, weft__coll_name((weft_coll_t)c))) o->colls[c] = found = 1;
-                if (!found) {
-                    if (rank_ == 0) fprintf(stderr, "weft-tune: unknown collective '%s'\n", tok);
-                    return 2;
-                }
+                if (!found) TUNE_USAGE("unknown collective '%s' (one of: %s)", tok, names);
             }
-        } else {
-            goto bad;
+            break;
+        }
+        default:
+            return rank_ == 0 ? weft_cli_getopt_error(prog, opt, argv, longopts) : 2;
         }
     }
+    if (optind < argc) TUNE_USAGE("unexpected argument '%s'", argv[optind]);
+#undef TUNE_USAGE
     return 0;
-bad:
-    if (rank_ == 0) {
-        fprintf(stderr, "weft-tune: bad or incomplete option '%s'\n", a);
-        usage(stderr);
-    }
-    return 2;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -402,8 +417,7 @@ int main(int argc, char **argv)
     size_ = weft__g.world_size;
     opts_t o;
     int rc = parse_args(argc, argv, &o);
-    if (rc == 1) {
-        if (rank_ == 0) usage(stdout);
+    if (rc == 1) { /* --help or --version */
         weft_finalize();
         return 0;
     }

@@ -65,7 +65,7 @@ static weft_status_t n_comm_open(weft__comm_t *comm, void **out)
         msg.status = r == ncclSuccess ? 0 : (int)nccl_error(r, "ncclGetUniqueId", __FILE__, __LINE__);
     }
     /* Rank 0's status travels with the id, so no rank waits for a failed one. */
-    WEFT__MPI_CHECK_GOTO(MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, comm->mpi), st, fail);
+    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, comm->mpi), st, fail);
     if (msg.status != 0) {
         st = WEFT_ERR_NCCL;
         goto fail;

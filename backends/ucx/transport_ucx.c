@@ -290,7 +290,7 @@ void weft__transport_ucx_shutdown(void)
 static weft_status_t agree_status(MPI_Comm mpi, weft_status_t local, const char *what)
 {
     int mine = (int)local, all = 0;
-    WEFT__MPI_CHECK(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, mpi));
+    WEFT__MPI_CHECK(PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, mpi));
     if (all < 0 && mine >= 0) {
         WEFT__ERROR("UCX transport: %s failed on another rank (%s)", what,
                     weft_status_name((weft_status_t)all));
@@ -509,7 +509,7 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
         uint64_t in1[3] = {(uint64_t)(-(int64_t)lst),
                            lst == WEFT_SUCCESS ? id_lowest_free(from) : 0, mylen};
         uint64_t out1[3] = {0, 0, 0};
-        WEFT__MPI_CHECK_GOTO(MPI_Allreduce(in1, out1, 3, MPI_UINT64_T, MPI_MAX, comm->mpi), st,
+        WEFT__MPI_CHECK_GOTO(PMPI_Allreduce(in1, out1, 3, MPI_UINT64_T, MPI_MAX, comm->mpi), st,
                              out);
         if (out1[0] != 0) {
             st = (weft_status_t)(-(int64_t)out1[0]);
@@ -537,7 +537,7 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
         }
         int claimed = id_try_claim(out1[1]);
         int in2[2] = {claimed, recs != NULL}, out2[2] = {0, 0};
-        int rc = MPI_Allreduce(in2, out2, 2, MPI_INT, MPI_MIN, comm->mpi);
+        int rc = PMPI_Allreduce(in2, out2, 2, MPI_INT, MPI_MIN, comm->mpi);
         if (rc != MPI_SUCCESS) {
             if (claimed) id_release((uint32_t)(out1[1] % UCX_MAX_IDS));
             st = weft__mpi_error(rc, "MPI_Allreduce(claim comm id)", __FILE__, __LINE__);
@@ -561,7 +561,7 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
     unsigned char *mine = recs + (size_t)comm->rank * rec;
     memcpy(mine, &mylen, sizeof(mylen));
     memcpy(mine + sizeof(uint64_t), g_addr, (size_t)mylen);
-    WEFT__MPI_CHECK_GOTO(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recs, (int)rec,
+    WEFT__MPI_CHECK_GOTO(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recs, (int)rec,
                                        MPI_BYTE, comm->mpi), st, out);
 
     /* 4: endpoints, under the progress lock (the engine may be progressing
@@ -605,7 +605,7 @@ static void ucx_comm_close(weft__comm_t *comm)
     ucx_comm_t *uc = comm->tp_state;
     if (uc == NULL) return;
     MPI_Request req = MPI_REQUEST_NULL;
-    int rc = MPI_Ibarrier(comm->mpi, &req);
+    int rc = PMPI_Ibarrier(comm->mpi, &req);
     if (rc != MPI_SUCCESS)
         (void)weft__mpi_error(rc, "MPI_Ibarrier(UCX close)", __FILE__, __LINE__);
     else

@@ -51,10 +51,10 @@ static weft_status_t mpi_start(weft__op_t *op)
     }
     const void *sbuf = op->sendbuf == op->recvbuf ? MPI_IN_PLACE : op->sendbuf;
     if (op->count <= (size_t)INT_MAX)
-        WEFT__MPI_CHECK(MPI_Iallreduce(sbuf, op->recvbuf, (int)op->count, dt, mop, op->comm->mpi,
+        WEFT__MPI_CHECK(PMPI_Iallreduce(sbuf, op->recvbuf, (int)op->count, dt, mop, op->comm->mpi,
                                        &s->req));
     else
-        WEFT__MPI_CHECK(MPI_Iallreduce_c(sbuf, op->recvbuf, (MPI_Count)op->count, dt, mop,
+        WEFT__MPI_CHECK(PMPI_Iallreduce_c(sbuf, op->recvbuf, (MPI_Count)op->count, dt, mop,
                                          op->comm->mpi, &s->req));
     s->active = 1;
     return mpi_step(op);

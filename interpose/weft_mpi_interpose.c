@@ -1,0 +1,1327 @@
+/*
+ * weft_mpi_interpose.c - libweft-mpi.so: unmodified MPI programs on Weft.
+ *
+ *   LD_PRELOAD=/path/libweft-mpi.so mpiexec -n N ./any_mpi_program
+ *
+ * Defines MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast,
+ * MPI_Reduce, MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Barrier, their
+ * nonblocking forms, the MPI-4 large-count (_c) forms of all but the
+ * barriers, MPI_Init, MPI_Init_thread, MPI_Query_thread and
+ * MPI_Finalize (MPI's profiling interface, PMPI). A call goes to Weft when
+ * Weft serves it (built-in datatypes and operations, intracommunicators,
+ * contiguous data, MPI_IN_PLACE); everything else goes to its PMPI_ entry
+ * unchanged. It uses only Weft's public API (weft.h, weft_mpi.h); libweft
+ * calls the PMPI_ entries for its own traffic, so it never re-enters here.
+ * doc/mpi_interposition.md is the contract; the rules in short:
+ *
+ *  - One Weft communicator per MPI communicator, created on its first served
+ *    call (collective: weft_comm_create), kept as an attribute of a keyval of
+ *    our own (not copied by MPI_Comm_dup) and destroyed by the attribute's
+ *    delete callback when the program frees the communicator, or in
+ *    MPI_Finalize (in creation order) before weft_finalize and PMPI_Finalize.
+ *  - The decision to serve a call is taken from the call's own arguments on
+ *    each rank, and MPI's rules make those agree across ranks for reductions
+ *    (same count, datatype, op). For the data-moving collectives each rank
+ *    looks at its own type layout: a program that describes one message with
+ *    a contiguous datatype on one rank and a non-contiguous one on another
+ *    would split between Weft and MPI (WEFT_MPI_CALLS limits what is served).
+ *  - Nonblocking calls return generalized requests (MPI_Grequest_start)
+ *    that Weft's completion callback (weft_request_on_complete) completes
+ *    with MPI_Grequest_complete, so MPI_Wait/Test/Waitall/Testany work.
+ *  - A Weft failure is returned as an MPI error code of the matching class
+ *    through the communicator's error handler (MPI_Comm_call_errhandler).
+ *  - WEFT_MPI_VERBOSE=1: at MPI_Finalize each rank prints, per call site,
+ *    how many calls Weft served and how many fell through to MPI, and why.
+ *
+ * Thread contract: as MPI's with MPI_THREAD_MULTIPLE (Weft needs it, so MPI
+ * is always initialised with it underneath); collectives on one
+ * communicator ordered by the program, as MPI requires.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+#include <weft_mpi.h>
+
+#define WMPI_EXPORT __attribute__((visibility("default")))
+#define WMPI_LIKELY(x) __builtin_expect(!!(x), 1)
+#define WMPI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- the intercepted calls and the reasons for falling through ------------ */
+enum wmpi_call {
+    C_ALLREDUCE, C_IALLREDUCE, C_REDUCE_SCATTER_BLOCK, C_IREDUCE_SCATTER_BLOCK,
+    C_ALLGATHER, C_IALLGATHER, C_BCAST, C_IBCAST, C_REDUCE, C_IREDUCE,
+    C_ALLTOALL, C_IALLTOALL, C_GATHER, C_IGATHER, C_SCATTER, C_ISCATTER,
+    C_BARRIER, C_IBARRIER, C_COUNT
+};
+static const char *const call_names[C_COUNT] = {
+    "MPI_Allreduce", "MPI_Iallreduce", "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
+    "MPI_Allgather", "MPI_Iallgather", "MPI_Bcast", "MPI_Ibcast", "MPI_Reduce", "MPI_Ireduce",
+    "MPI_Alltoall", "MPI_Ialltoall", "MPI_Gather", "MPI_Igather", "MPI_Scatter", "MPI_Iscatter",
+    "MPI_Barrier", "MPI_Ibarrier"};
+/* The short names WEFT_MPI_CALLS takes ("allreduce" covers MPI_Iallreduce too). */
+static const char *const call_keys[C_COUNT / 2] = {
+    "allreduce", "reduce_scatter_block", "allgather", "bcast", "reduce", "alltoall", "gather",
+    "scatter", "barrier"};
+
+enum wmpi_reason {
+    R_WEFT = 0,      /* served by Weft */
+    R_INACTIVE,      /* Weft is not running (before MPI_Init, after MPI_Finalize, failed start) */
+    R_DISABLED,      /* not in WEFT_MPI_CALLS */
+    R_BAD_COMM,      /* MPI_COMM_NULL or not a communicator: MPI reports it */
+    R_INTERCOMM,
+    R_COMM_CREATE,   /* weft_comm_create failed on this communicator */
+    R_REDUCE_TYPE,   /* not a built-in datatype Weft reduces */
+    R_OP,            /* user-defined op, or one Weft lacks (MPI_LAND, MPI_MAXLOC, ...) */
+    R_OP_TYPE,       /* op not defined on the datatype (MPI reports it) */
+    R_LAYOUT,        /* datatype not contiguous (derived with gaps, lb != 0, ...) */
+    R_SIZES,         /* send and receive blocks differ in size (MPI reports it) */
+    R_ARG,           /* negative count, root out of range, NULL buffer: MPI reports it */
+    R_COUNT
+};
+static const char *const reason_text[R_COUNT] = {
+    "Weft", "Weft not running", "not in WEFT_MPI_CALLS", "invalid communicator",
+    "intercommunicator", "Weft communicator could not be created",
+    "datatype not reduced by Weft", "operation not served by Weft (user-defined or missing)",
+    "operation not defined on the datatype", "non-contiguous datatype",
+    "send and receive sizes differ", "invalid argument (left to MPI to report)"};
+
+/* ---- global state ---------------------------------------------------------------- */
+/* One communicator's Weft side; the attribute value of wmpi_keyval. */
+typedef struct wmpi_comm {
+    weft_comm_t wc;          /* NULL: the communicator is served by MPI (reason) */
+    int reason;
+    MPI_Comm mpi;            /* the program's communicator */
+    atomic_int pending;      /* nonblocking operations whose callback has not run */
+    unsigned long seq;       /* creation order, for MPI_Finalize */
+    struct wmpi_comm *next;  /* live list (creation order) or zombie list */
+} wmpi_comm_t;
+
+/* Written by MPI_Init, MPI_Init_thread and MPI_Finalize on the main thread while no other thread
+ * makes MPI calls (MPI's own rule for those calls); read everywhere. */
+static atomic_int wmpi_active;           /* Weft is up and serving calls */
+static int wmpi_keyval = MPI_KEYVAL_INVALID;
+static int wmpi_verbose;
+static int wmpi_asked_level = MPI_THREAD_SINGLE; /* what the program asked for */
+static unsigned wmpi_enabled = (1u << (C_COUNT / 2)) - 1; /* bit per call_keys entry */
+static _Atomic(wmpi_comm_t *) wmpi_world; /* MPI_COMM_WORLD's entry: the common case, no lookup */
+
+static pthread_mutex_t wmpi_list_lock = PTHREAD_MUTEX_INITIALIZER;
+static wmpi_comm_t *wmpi_live;           /* entries of live communicators, creation order */
+static wmpi_comm_t *wmpi_zombies;        /* freed with operations in flight: destroyed at finalize */
+static unsigned long wmpi_next_seq;
+
+static void wmpi_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void wmpi_log(const char *fmt, ...)
+{
+    int rank = -1;
+    int init = 0, fin = 0;
+    if (PMPI_Initialized(&init) == MPI_SUCCESS && init && PMPI_Finalized(&fin) == MPI_SUCCESS &&
+        !fin)
+        (void)PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "[weft-mpi %d] %s\n", rank, line);
+}
+
+/* ---- WEFT_MPI_VERBOSE: per call site counts ----------------------------------------- */
+#define SITE_SLOTS 1024
+typedef struct site {
+    const void *ra;      /* return address in the caller: the call site */
+    int call, reason;
+    unsigned long n;
+} site_t;
+static site_t sites[SITE_SLOTS];
+static unsigned long sites_lost;
+static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void site_note(const void *ra, int call, int reason)
+{
+    uintptr_t h = ((uintptr_t)ra >> 2) * 31u + (uintptr_t)call * 7u + (uintptr_t)reason;
+    pthread_mutex_lock(&sites_lock);
+    for (unsigned i = 0; i < SITE_SLOTS; i++) {
+        site_t *s = &sites[(h + i) % SITE_SLOTS];
+        if (s->n == 0) {
+            s->ra = ra;
+            s->call = call;
+            s->reason = reason;
+        }
+        if (s->ra == ra && s->call == call && s->reason == reason) {
+            s->n++;
+            pthread_mutex_unlock(&sites_lock);
+            return;
+        }
+    }
+    sites_lost++;
+    pthread_mutex_unlock(&sites_lock);
+}
+
+static int site_cmp(const void *a, const void *b)
+{
+    const site_t *x = a, *y = b;
+    if (x->n == 0 || y->n == 0) return (x->n == 0) - (y->n == 0);
+    if (x->ra != y->ra) return (uintptr_t)x->ra < (uintptr_t)y->ra ? -1 : 1;
+    if (x->call != y->call) return x->call - y->call;
+    return x->reason - y->reason;
+}
+
+/* Printed at MPI_Finalize, one line per (site, call, outcome). */
+static void sites_report(void)
+{
+    pthread_mutex_lock(&sites_lock);
+    qsort(sites, SITE_SLOTS, sizeof sites[0], site_cmp);
+    for (unsigned i = 0; i < SITE_SLOTS && sites[i].n > 0; i++) {
+        const site_t *s = &sites[i];
+        Dl_info di;
+        const char *obj = "?", *sym = NULL;
+        uintptr_t off = (uintptr_t)s->ra;
+        if (dladdr(s->ra, &di) != 0) {
+            if (di.dli_fname) {
+                const char *slash = strrchr(di.dli_fname, '/');
+                obj = slash ? slash + 1 : di.dli_fname;
+            }
+            if (di.dli_sname) {
+                sym = di.dli_sname;
+                off = (uintptr_t)s->ra - (uintptr_t)di.dli_saddr;
+            } else {
+                off = (uintptr_t)s->ra - (uintptr_t)di.dli_fbase;
+            }
+        }
+        char where[256];
+        if (sym) snprintf(where, sizeof where, "%s(%s+0x%lx)", obj, sym, (unsigned long)off);
+        else snprintf(where, sizeof where, "%s(+0x%lx)", obj, (unsigned long)off);
+        if (s->reason == R_WEFT)
+            wmpi_log("%s at %s: %lu to Weft", call_names[s->call], where, s->n);
+        else
+            wmpi_log("%s at %s: %lu to MPI (%s)", call_names[s->call], where, s->n,
+                     reason_text[s->reason]);
+    }
+    if (sites_lost) wmpi_log("%lu calls not counted (call site table full)", sites_lost);
+    memset(sites, 0, sizeof sites);
+    sites_lost = 0;
+    pthread_mutex_unlock(&sites_lock);
+}
+
+#define NOTE(call, reason)                                                         \
+    do {                                                                           \
+        if (WMPI_UNLIKELY(wmpi_verbose))                                           \
+            site_note(__builtin_extract_return_addr(__builtin_return_address(0)),  \
+                      (call), (reason));                                           \
+    } while (0)
+
+/* ---- errors ------------------------------------------------------------------------------ */
+static int mpi_class_of(weft_status_t st)
+{
+    switch (st) {
+    case WEFT_SUCCESS: return MPI_SUCCESS;
+    case WEFT_ERR_INVALID_ARG: return MPI_ERR_ARG;
+    case WEFT_ERR_DATATYPE: return MPI_ERR_TYPE;
+    case WEFT_ERR_OP: return MPI_ERR_OP;
+    case WEFT_ERR_COUNT_OVERFLOW: return MPI_ERR_COUNT;
+    case WEFT_ERR_INVALID_COMM: return MPI_ERR_COMM;
+    case WEFT_ERR_NO_MEMORY: return MPI_ERR_NO_MEM;
+    case WEFT_ERR_INVALID_REQUEST: return MPI_ERR_REQUEST;
+    case WEFT_ERR_INTERNAL: return MPI_ERR_INTERN;
+    default: return MPI_ERR_OTHER;
+    }
+}
+
+/* A Weft failure on comm, as MPI reports one: through comm's error handler
+ * (which aborts under MPI_ERRORS_ARE_FATAL), then the code is returned. */
+static int weft_failed(MPI_Comm comm, int call, weft_status_t st)
+{
+    int code = mpi_class_of(st);
+    wmpi_log("%s: Weft failed: %s (%s); returned as MPI error class %d", call_names[call],
+             weft_status_name(st), weft_strerror(st), code);
+    int rc = PMPI_Comm_call_errhandler(comm, code);
+    if (rc != MPI_SUCCESS) wmpi_log("MPI_Comm_call_errhandler failed (%d)", rc);
+    return code;
+}
+
+/* ---- datatypes and operations --------------------------------------------------------- */
+typedef struct { MPI_Datatype mpi; weft_datatype_t weft; } dt_map_t;
+static dt_map_t dt_map[24];
+static int dt_map_n;
+
+static void dt_add(MPI_Datatype t, weft_datatype_t w, size_t bytes)
+{
+    int sz = 0;
+    if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &sz) != MPI_SUCCESS || (size_t)sz != bytes)
+        return; /* e.g. MPI_LONG where long is not 8 bytes */
+    dt_map[dt_map_n].mpi = t;
+    dt_map[dt_map_n].weft = w;
+    dt_map_n++;
+}
+
+/* The built-in types Weft reduces, most common first. After PMPI_Init. */
+static void dt_map_init(void)
+{
+    dt_map_n = 0;
+    dt_add(MPI_FLOAT, WEFT_FLOAT32, 4);
+    dt_add(MPI_DOUBLE, WEFT_FLOAT64, 8);
+    dt_add(MPI_INT, WEFT_INT32, 4);
+    dt_add(MPI_LONG, WEFT_INT64, 8);
+    dt_add(MPI_INT32_T, WEFT_INT32, 4);
+    dt_add(MPI_INT64_T, WEFT_INT64, 8);
+    dt_add(MPI_UNSIGNED, WEFT_UINT32, 4);
+    dt_add(MPI_UINT32_T, WEFT_UINT32, 4);
+    dt_add(MPI_UNSIGNED_LONG, WEFT_UINT64, 8);
+    dt_add(MPI_UINT64_T, WEFT_UINT64, 8);
+    dt_add(MPI_LONG_LONG, WEFT_INT64, 8);
+    dt_add(MPI_UNSIGNED_LONG_LONG, WEFT_UINT64, 8);
+    dt_add(MPI_INT8_T, WEFT_INT8, 1);
+    dt_add(MPI_SIGNED_CHAR, WEFT_INT8, 1);
+    dt_add(MPI_UINT8_T, WEFT_UINT8, 1);
+    dt_add(MPI_UNSIGNED_CHAR, WEFT_UINT8, 1);
+    dt_add(MPI_BYTE, WEFT_UINT8, 1); /* bitwise operations only (below) */
+}
+
+/* The reason a reduction (count, type, op) is not Weft's, or R_WEFT with its
+ * Weft datatype and op. Depends only on arguments MPI requires to be the same
+ * on every rank. */
+static int reduce_args(MPI_Count count, MPI_Datatype t, MPI_Op op, weft_datatype_t *wt, weft_op_t *wop)
+{
+    if (count < 0) return R_ARG;
+    int i = 0;
+    while (i < dt_map_n && dt_map[i].mpi != t) i++;
+    if (i == dt_map_n) return R_REDUCE_TYPE;
+    weft_datatype_t w = dt_map[i].weft;
+    int is_float = w == WEFT_FLOAT32 || w == WEFT_FLOAT64;
+    int bitwise = 0;
+    if (op == MPI_SUM) *wop = WEFT_SUM;
+    else if (op == MPI_MAX) *wop = WEFT_MAX;
+    else if (op == MPI_MIN) *wop = WEFT_MIN;
+    else if (op == MPI_PROD) *wop = WEFT_PROD;
+    else if (op == MPI_BAND) { *wop = WEFT_BAND; bitwise = 1; }
+    else if (op == MPI_BOR) { *wop = WEFT_BOR; bitwise = 1; }
+    else if (op == MPI_BXOR) { *wop = WEFT_BXOR; bitwise = 1; }
+    else return R_OP;
+    if (bitwise && is_float) return R_OP_TYPE;
+    if (!bitwise && t == MPI_BYTE) return R_OP_TYPE;
+    *wt = w;
+    return R_WEFT;
+}
+
+/* Bytes of count elements of t if they lie contiguously from the buffer's
+ * address (size == extent == true extent, both lower bounds 0): R_WEFT, else
+ * the reason. */
+static int contig_bytes(MPI_Count count, MPI_Datatype t, size_t *bytes)
+{
+    if (count < 0) return R_ARG;
+    for (int i = 0; i < dt_map_n; i++) { /* the common built-ins without asking MPI */
+        if (dt_map[i].mpi == t) {
+            *bytes = (size_t)count * weft_datatype_size(dt_map[i].weft);
+            return R_WEFT;
+        }
+    }
+    int sz = 0;
+    MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
+    if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &sz) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(t, &lb, &ext) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(t, &tlb, &text) != MPI_SUCCESS)
+        return R_ARG;
+    if (lb != 0 || tlb != 0 || ext != (MPI_Aint)sz || text != (MPI_Aint)sz) return R_LAYOUT;
+    *bytes = (size_t)count * (size_t)sz;
+    return R_WEFT;
+}
+
+/* ---- communicators ---------------------------------------------------------------------- */
+static int delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra);
+
+/* Unlink e from the live list. */
+static void live_remove(wmpi_comm_t *e)
+{
+    pthread_mutex_lock(&wmpi_list_lock);
+    for (wmpi_comm_t **p = &wmpi_live; *p; p = &(*p)->next) {
+        if (*p == e) {
+            *p = e->next;
+            break;
+        }
+    }
+    e->next = NULL;
+    pthread_mutex_unlock(&wmpi_list_lock);
+}
+
+/* Create comm's entry: collective over comm (weft_comm_create), on the first
+ * intercepted call on it, which every rank makes in the same order. */
+static int comm_create(MPI_Comm comm, wmpi_comm_t **out)
+{
+    int inter = 0;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return R_BAD_COMM;
+    wmpi_comm_t *e = calloc(1, sizeof *e);
+    if (e == NULL) {
+        wmpi_log("out of memory for a communicator's entry: the call goes to MPI");
+        return R_COMM_CREATE;
+    }
+    e->mpi = comm;
+    atomic_init(&e->pending, 0);
+    if (inter) {
+        e->reason = R_INTERCOMM;
+    } else {
+        weft_status_t st = weft_comm_create(comm, NULL, &e->wc);
+        if (st != WEFT_SUCCESS) {
+            wmpi_log("weft_comm_create failed: %s; this communicator's calls go to MPI",
+                     weft_strerror(st));
+            e->wc = NULL;
+            e->reason = R_COMM_CREATE;
+        }
+    }
+    int rc = PMPI_Comm_set_attr(comm, wmpi_keyval, e);
+    if (rc != MPI_SUCCESS) {
+        /* Every rank got here with the same comm; a failing set_attr is local,
+         * so serve this one call and forget the Weft side afterwards would
+         * split the ranks. Keep the entry out of MPI and fall through. */
+        wmpi_log("MPI_Comm_set_attr failed (%d): this communicator's calls go to MPI", rc);
+        if (e->wc != NULL) (void)weft_comm_destroy(e->wc);
+        free(e);
+        return R_COMM_CREATE;
+    }
+    pthread_mutex_lock(&wmpi_list_lock);
+    e->seq = wmpi_next_seq++;
+    wmpi_comm_t **p = &wmpi_live;
+    while (*p) p = &(*p)->next;
+    *p = e;
+    pthread_mutex_unlock(&wmpi_list_lock);
+    if (comm == MPI_COMM_WORLD) atomic_store_explicit(&wmpi_world, e, memory_order_release);
+    *out = e;
+    return e->wc != NULL ? R_WEFT : e->reason;
+}
+
+/* R_WEFT when Weft runs and serves this call, else the reason. */
+static inline int call_check(int call)
+{
+    if (WMPI_UNLIKELY(!atomic_load_explicit(&wmpi_active, memory_order_acquire)))
+        return R_INACTIVE;
+    if (WMPI_UNLIKELY(!(wmpi_enabled & (1u << (call / 2))))) return R_DISABLED;
+    return R_WEFT;
+}
+
+/* The entry serving comm (R_WEFT) or the reason the call goes to MPI. After
+ * call_check said R_WEFT. */
+static inline int comm_lookup(MPI_Comm comm, wmpi_comm_t **out)
+{
+    /* acquire: pairs with comm_create's release store of a complete entry */
+    wmpi_comm_t *e = comm == MPI_COMM_WORLD
+                         ? atomic_load_explicit(&wmpi_world, memory_order_acquire) : NULL;
+    if (e == NULL) {
+        if (comm == MPI_COMM_NULL) return R_BAD_COMM;
+        int flag = 0;
+        void *v = NULL;
+        if (PMPI_Comm_get_attr(comm, wmpi_keyval, &v, &flag) != MPI_SUCCESS) return R_BAD_COMM;
+        if (!flag) return comm_create(comm, out);
+        e = v;
+    }
+    *out = e;
+    return e->wc != NULL ? R_WEFT : e->reason;
+}
+
+/* Destroy e's Weft communicator and free e. Collective over the
+ * communicator (weft_comm_destroy is), so every rank must take the same way:
+ * the ranks agree (on Weft's own duplicate, with MPI) whether any of them
+ * still has a nonblocking call's completion to run on it (the program may
+ * free a communicator before it waits). If so, every rank keeps it as a
+ * zombie, destroyed in MPI_Finalize in the order the zombies were made. */
+static void comm_retire(wmpi_comm_t *e)
+{
+    /* A program that also uses Weft itself may have called weft_finalize,
+     * which freed every Weft communicator, ours included. */
+    if (e->wc == NULL || !weft_initialized()) {
+        free(e);
+        return;
+    }
+    MPI_Comm dup = MPI_COMM_NULL;
+    int mine = atomic_load_explicit(&e->pending, memory_order_acquire) > 0, any = 1;
+    if (weft_comm_get_mpi(e->wc, &dup) != WEFT_SUCCESS ||
+        PMPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, dup) != MPI_SUCCESS) {
+        wmpi_log("could not agree on a freed communicator's operations: Weft's side stays "
+                 "until MPI_Finalize");
+        any = 1;
+    }
+    if (any) {
+        e->next = NULL;
+        pthread_mutex_lock(&wmpi_list_lock);
+        wmpi_comm_t **p = &wmpi_zombies;
+        while (*p) p = &(*p)->next;
+        *p = e;
+        pthread_mutex_unlock(&wmpi_list_lock);
+        return;
+    }
+    weft_status_t st = weft_comm_destroy(e->wc);
+    if (st != WEFT_SUCCESS) wmpi_log("weft_comm_destroy failed: %s", weft_strerror(st));
+    free(e);
+}
+
+/* The attribute's delete callback: MPI_Comm_free of the program's
+ * communicator, or our own MPI_Comm_delete_attr in MPI_Finalize. */
+static int delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)keyval;
+    (void)extra;
+    wmpi_comm_t *e = attr;
+    if (comm == MPI_COMM_WORLD) atomic_store_explicit(&wmpi_world, NULL, memory_order_release);
+    live_remove(e);
+    comm_retire(e);
+    return MPI_SUCCESS;
+}
+
+/* ---- init and finalize ------------------------------------------------------------------ */
+static void read_env(void)
+{
+    const char *v = getenv("WEFT_MPI_VERBOSE");
+    wmpi_verbose = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+    v = getenv("WEFT_MPI_CALLS");
+    if (v == NULL || v[0] == '\0' || strcmp(v, "all") == 0) return;
+    unsigned mask = 0;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = 0;
+        for (int i = 0; i < C_COUNT / 2; i++) {
+            if (strcmp(tok, call_keys[i]) == 0) {
+                mask |= 1u << i;
+                found = 1;
+            }
+        }
+        if (strcmp(tok, "none") == 0) found = 1;
+        if (!found) wmpi_log("WEFT_MPI_CALLS: unknown call '%s' ignored", tok);
+    }
+    wmpi_enabled = mask;
+}
+
+/* MPI underneath with MPI_THREAD_MULTIPLE, then Weft. A failure to start Weft
+ * leaves every call to MPI (and says so); only MPI's own failure is returned. */
+static int wmpi_start(int *argc, char ***argv, int required, int *provided)
+{
+    int got = MPI_THREAD_SINGLE;
+    int rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &got);
+    if (rc != MPI_SUCCESS) return rc;
+    wmpi_asked_level = required;
+    if (provided) *provided = required < got ? required : got;
+    read_env();
+    dt_map_init();
+    if (got < MPI_THREAD_MULTIPLE) {
+        wmpi_log("MPI gives thread level %d, Weft needs MPI_THREAD_MULTIPLE: every call goes to MPI",
+                 got);
+        return MPI_SUCCESS;
+    }
+    rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_fn, &wmpi_keyval, NULL);
+    if (rc != MPI_SUCCESS) {
+        wmpi_log("MPI_Comm_create_keyval failed (%d): every call goes to MPI", rc);
+        return MPI_SUCCESS;
+    }
+    weft_status_t st = weft_init(NULL);
+    if (st != WEFT_SUCCESS) {
+        wmpi_log("weft_init failed: %s: every call goes to MPI", weft_strerror(st));
+        (void)PMPI_Comm_free_keyval(&wmpi_keyval);
+        return MPI_SUCCESS;
+    }
+    if (wmpi_verbose) wmpi_log("Weft %s serves this process's MPI collectives", weft_version_string());
+    atomic_store_explicit(&wmpi_active, 1, memory_order_release);
+    return MPI_SUCCESS;
+}
+
+WMPI_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    return wmpi_start(argc, argv, MPI_THREAD_SINGLE, NULL);
+}
+
+WMPI_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    return wmpi_start(argc, argv, required, provided);
+}
+
+/* The level the program asked for (never more than MPI gives). */
+WMPI_EXPORT int MPI_Query_thread(int *provided)
+{
+    int got = 0;
+    int rc = PMPI_Query_thread(&got);
+    if (rc == MPI_SUCCESS && provided != NULL)
+        *provided = wmpi_asked_level < got ? wmpi_asked_level : got;
+    return rc;
+}
+
+WMPI_EXPORT int MPI_Finalize(void)
+{
+    if (atomic_load_explicit(&wmpi_active, memory_order_acquire)) {
+        /* Weft's communicators go before weft_finalize and PMPI_Finalize
+         * (which deletes MPI_COMM_WORLD's attributes itself, too late):
+         * delete our attribute on every communicator still alive, in the
+         * order they were created (collective, the same on every rank). */
+        for (;;) {
+            pthread_mutex_lock(&wmpi_list_lock);
+            wmpi_comm_t *e = wmpi_live;
+            pthread_mutex_unlock(&wmpi_list_lock);
+            if (e == NULL) break;
+            int rc = PMPI_Comm_delete_attr(e->mpi, wmpi_keyval);
+            if (rc != MPI_SUCCESS) { /* delete_fn did not run: do its work */
+                wmpi_log("MPI_Comm_delete_attr failed (%d)", rc);
+                live_remove(e);
+                comm_retire(e);
+            }
+        }
+        pthread_mutex_lock(&wmpi_list_lock);
+        wmpi_comm_t *z = wmpi_zombies;
+        wmpi_zombies = NULL;
+        pthread_mutex_unlock(&wmpi_list_lock);
+        /* weft_comm_destroy waits for their operations; the callbacks that
+         * touch e have run once weft_finalize joined the engine */
+        for (wmpi_comm_t *e = z; e && weft_initialized(); e = e->next) {
+            weft_status_t st = weft_comm_destroy(e->wc);
+            if (st != WEFT_SUCCESS) wmpi_log("weft_comm_destroy failed: %s", weft_strerror(st));
+        }
+        if (wmpi_verbose) sites_report();
+        atomic_store_explicit(&wmpi_active, 0, memory_order_release);
+        if (weft_initialized()) { /* else the program finalised Weft itself */
+            weft_status_t st = weft_finalize();
+            if (st != WEFT_SUCCESS) wmpi_log("weft_finalize: %s", weft_strerror(st));
+        }
+        while (z) {
+            wmpi_comm_t *n = z->next;
+            free(z);
+            z = n;
+        }
+        int rc = PMPI_Comm_free_keyval(&wmpi_keyval);
+        if (rc != MPI_SUCCESS) wmpi_log("MPI_Comm_free_keyval failed (%d)", rc);
+    } else if (wmpi_verbose) {
+        sites_report();
+    }
+    return PMPI_Finalize();
+}
+
+/* ---- nonblocking calls: generalized requests ------------------------------------------ */
+/* One nonblocking call served by Weft: the MPI request the program holds is
+ * a generalized request. With MPICH (MPIX_Grequest_start), MPI_Test and
+ * friends call greq_poll and MPI_Wait/MPI_Waitall call greq_wait on the
+ * program's thread: they test or wait on the Weft request there (weft_test,
+ * weft_wait, which also step the operation on that thread, as a Weft program
+ * waiting on it does) and complete the MPI request. Elsewhere Weft's
+ * completion callback (weft_request_on_complete) completes it from the engine
+ * thread with MPI_Grequest_complete (also with -DWMPI_COMPLETE_ON_ENGINE).
+ * Why not the callback with MPICH: measured here (doc/mpi_interposition.md),
+ * a 64 KiB ialltoall + MPI_Wait took 17-50 ms that way against about 10 us
+ * for the blocking call on the same run: the operation then moves only when
+ * the engine thread gets a core, while the waiting thread spins in MPICH.
+ * Either way the engine progresses the operation while the program computes. */
+#if defined(MPICH) && !defined(WMPI_COMPLETE_ON_ENGINE)
+#define WMPI_POLL 1
+#else
+#define WMPI_POLL 0
+#endif
+
+typedef struct greq {
+    weft_request_t wr;
+    MPI_Request mpi;
+    weft_status_t st;   /* the operation's status, written before MPI_Grequest_complete */
+    int completed;      /* MPI_Grequest_complete called */
+    wmpi_comm_t *e;
+} greq_t;
+
+/* In MPI_Wait/MPI_Test/... on the program's thread, after completion. */
+static int greq_query(void *extra, MPI_Status *status)
+{
+    greq_t *g = extra;
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    int rc = PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    if (rc == MPI_SUCCESS) rc = PMPI_Status_set_cancelled(status, 0);
+    if (rc != MPI_SUCCESS) return rc;
+    return mpi_class_of(g->st);
+}
+
+static int greq_free(void *extra)
+{
+    free(extra);
+    return MPI_SUCCESS;
+}
+
+/* A collective cannot be cancelled (MPI: erroneous); nothing to do. */
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra;
+    (void)complete;
+    return MPI_SUCCESS;
+}
+
+/* The Weft request is released with status st: complete the MPI request.
+ * g may be freed by the program from the PMPI_Grequest_complete on. */
+static int greq_finish(greq_t *g, weft_status_t st)
+{
+    g->st = st;
+    g->completed = 1;
+    /* release: the operation's effects before the count that comm_retire reads */
+    atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_release);
+    return PMPI_Grequest_complete(g->mpi);
+}
+
+#if WMPI_POLL
+/* MPICH's MPI_Test/MPI_Testany/...: on the program's thread, while the MPI
+ * request is incomplete. */
+static int greq_poll(void *extra, MPI_Status *status)
+{
+    (void)status;
+    greq_t *g = extra;
+    if (g->completed) return MPI_SUCCESS;
+    int done = 0;
+    weft_status_t st = weft_test(&g->wr, &done);
+    if (!done && st == WEFT_SUCCESS) return MPI_SUCCESS;
+    return greq_finish(g, st);
+}
+
+/* MPICH's MPI_Wait/MPI_Waitall on requests of this kind (MPICH's global lock
+ * is not held: an engine over the MPI transport still progresses). */
+static int greq_wait(int count, void **states, double timeout, MPI_Status *status)
+{
+    (void)timeout;
+    (void)status;
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < count; i++) {
+        greq_t *g = states[i];
+        if (g->completed) continue;
+        int r = greq_finish(g, weft_wait(&g->wr));
+        if (rc == MPI_SUCCESS) rc = r;
+    }
+    return rc;
+}
+#else
+/* Weft's completion callback: on the engine thread (or a thread driving
+ * progress), outside Weft's progress lock. */
+static void greq_done(void *arg, weft_status_t status)
+{
+    greq_t *g = arg;
+    weft_status_t w = weft_wait(&g->wr);
+    int rc = greq_finish(g, status != WEFT_SUCCESS ? status : w);
+    if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+}
+#endif
+
+/* Before the Weft call: the generalized request. */
+static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
+{
+    greq_t *g = calloc(1, sizeof *g);
+    if (g == NULL) return weft_failed(comm, call, WEFT_ERR_NO_MEMORY);
+    g->e = e;
+#if WMPI_POLL
+    int rc = PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g, &g->mpi);
+#else
+    int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->mpi);
+#endif
+    if (rc != MPI_SUCCESS) {
+        free(g);
+        return rc;
+    }
+    *out = g;
+    return MPI_SUCCESS;
+}
+
+/* After the Weft call that returned st into g->wr: hand the request out, or
+ * report st (no request then, as for any failed MPI call). */
+static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Request *request)
+{
+    MPI_Request r = g->mpi;
+    if (st != WEFT_SUCCESS) {
+        g->st = st;
+        g->completed = 1;
+        if (PMPI_Grequest_complete(r) != MPI_SUCCESS || PMPI_Request_free(&r) != MPI_SUCCESS)
+            wmpi_log("%s: could not release the request of a failed call", call_names[call]);
+        return weft_failed(comm, call, st);
+    }
+    atomic_fetch_add_explicit(&g->e->pending, 1, memory_order_relaxed);
+#if !WMPI_POLL
+    st = weft_request_on_complete(g->wr, greq_done, g);
+    if (st != WEFT_SUCCESS) { /* not expected for a live request without a stream */
+        wmpi_log("%s: weft_request_on_complete: %s; completing it here", call_names[call],
+                 weft_strerror(st));
+        greq_done(g, weft_wait(&g->wr));
+    }
+#endif
+    *request = r;
+    return MPI_SUCCESS;
+}
+
+/* The Weft side of one call, as its arguments resolved. */
+typedef struct wargs {
+    const void *s;
+    void *r;
+    size_t n;
+    weft_datatype_t t;
+    weft_op_t op;
+    wmpi_comm_t *e;
+} wargs_t;
+
+static inline const void *in_place(const void *buf)
+{
+    return buf == MPI_IN_PLACE ? WEFT_IN_PLACE : buf;
+}
+
+/* Significant buffer NULL with data: MPI reports it. */
+static inline int null_buf(const void *buf, size_t n)
+{
+    return n > 0 && buf == NULL;
+}
+
+static int rank_size(MPI_Comm comm, int *rank, int *size)
+{
+    return PMPI_Comm_rank(comm, rank) == MPI_SUCCESS && PMPI_Comm_size(comm, size) == MPI_SUCCESS;
+}
+
+/* ---- allreduce ------------------------------------------------------------------------ */
+static int allreduce_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
+                          MPI_Op op, MPI_Comm comm, wargs_t *a)
+{
+    int why = call_check(call);
+    if (why == R_WEFT) why = reduce_args(count, t, op, &a->t, &a->op);
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    if (why == R_WEFT && (null_buf(rbuf, (size_t)count) || null_buf(sbuf, (size_t)count)))
+        why = R_ARG;
+    a->s = in_place(sbuf);
+    a->r = rbuf;
+    a->n = (size_t)count;
+    return why;
+}
+
+WMPI_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+                              MPI_Comm comm)
+{
+    wargs_t a;
+    int why = allreduce_args(C_ALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_ALLREDUCE, why);
+    if (why != R_WEFT) return PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
+    weft_status_t st = weft_allreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc);
+    return WMPI_LIKELY(st == WEFT_SUCCESS) ? MPI_SUCCESS : weft_failed(comm, C_ALLREDUCE, st);
+}
+
+WMPI_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+                               MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = allreduce_args(C_IALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_IALLREDUCE, why);
+    if (why != R_WEFT) return PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLREDUCE, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLREDUCE, g,
+                    weft_iallreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
+}
+
+/* ---- reduce_scatter_block ---------------------------------------------------------------- */
+static int rsb_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                    MPI_Comm comm, wargs_t *a)
+{
+    int why = call_check(call);
+    if (why == R_WEFT) why = reduce_args(count, t, op, &a->t, &a->op);
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    if (why == R_WEFT && (null_buf(rbuf, (size_t)count) || null_buf(sbuf, (size_t)count)))
+        why = R_ARG;
+    a->s = in_place(sbuf);
+    a->r = rbuf;
+    a->n = (size_t)count;
+    return why;
+}
+
+WMPI_EXPORT int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+                                         MPI_Op op, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rsb_args(C_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_REDUCE_SCATTER_BLOCK, why);
+    if (why != R_WEFT) return PMPI_Reduce_scatter_block(sbuf, rbuf, count, t, op, comm);
+    weft_status_t st = weft_reduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE_SCATTER_BLOCK, st);
+}
+
+WMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
+                                          MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = rsb_args(C_IREDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_IREDUCE_SCATTER_BLOCK, why);
+    if (why != R_WEFT) return PMPI_Ireduce_scatter_block(sbuf, rbuf, count, t, op, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IREDUCE_SCATTER_BLOCK, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IREDUCE_SCATTER_BLOCK, g,
+                    weft_ireduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
+}
+
+/* ---- reduce ------------------------------------------------------------------------------ */
+static int reduce_call_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
+                            MPI_Op op, int root, MPI_Comm comm, wargs_t *a)
+{
+    int why = call_check(call);
+    if (why == R_WEFT) why = reduce_args(count, t, op, &a->t, &a->op);
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    int rank = 0, size = 0;
+    if (why == R_WEFT && !rank_size(comm, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && (root < 0 || root >= size)) why = R_ARG;
+    if (why == R_WEFT && (null_buf(sbuf, (size_t)count) ||
+                          (rank == root && null_buf(rbuf, (size_t)count))))
+        why = R_ARG;
+    if (why == R_WEFT && rank != root && sbuf == MPI_IN_PLACE) why = R_ARG;
+    a->s = in_place(sbuf);
+    a->r = rank == root ? rbuf : NULL;
+    a->n = (size_t)count;
+    return why;
+}
+
+WMPI_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+                           int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = reduce_call_args(C_REDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
+    NOTE(C_REDUCE, why);
+    if (why != R_WEFT) return PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
+    weft_status_t st = weft_reduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE, st);
+}
+
+WMPI_EXPORT int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
+                            int root, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = reduce_call_args(C_IREDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
+    NOTE(C_IREDUCE, why);
+    if (why != R_WEFT) return PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IREDUCE, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IREDUCE, g,
+                    weft_ireduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc, &g->wr), req);
+}
+
+/* ---- bcast ------------------------------------------------------------------------------- */
+static int bcast_args(int call, void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,
+                      wargs_t *a)
+{
+    int why = call_check(call);
+    if (why == R_WEFT) why = contig_bytes(count, t, &a->n);
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    int rank = 0, size = 0;
+    if (why == R_WEFT && !rank_size(comm, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && (root < 0 || root >= size || null_buf(buf, a->n))) why = R_ARG;
+    a->r = buf;
+    a->t = WEFT_UINT8;
+    return why;
+}
+
+WMPI_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = bcast_args(C_BCAST, buf, count, t, root, comm, &a);
+    NOTE(C_BCAST, why);
+    if (why != R_WEFT) return PMPI_Bcast(buf, count, t, root, comm);
+    weft_status_t st = weft_bcast(a.r, a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_BCAST, st);
+}
+
+WMPI_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
+                           MPI_Request *req)
+{
+    wargs_t a;
+    int why = bcast_args(C_IBCAST, buf, count, t, root, comm, &a);
+    NOTE(C_IBCAST, why);
+    if (why != R_WEFT) return PMPI_Ibcast(buf, count, t, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IBCAST, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IBCAST, g, weft_ibcast(a.r, a.n, a.t, root, a.e->wc, &g->wr), req);
+}
+
+/* ---- allgather and alltoall (blocks of bytes) -------------------------------------------- */
+/* The receive block (rcount of rtype per rank) and, unless in place, the send
+ * block, which must hold the same bytes. */
+static int blocks_args(int call, const void *sbuf, MPI_Count scount, MPI_Datatype st, void *rbuf,
+                       MPI_Count rcount, MPI_Datatype rt, MPI_Comm comm, wargs_t *a)
+{
+    int why = call_check(call);
+    size_t sbytes = 0;
+    if (why == R_WEFT) why = contig_bytes(rcount, rt, &a->n);
+    if (why == R_WEFT && sbuf != MPI_IN_PLACE) why = contig_bytes(scount, st, &sbytes);
+    if (why == R_WEFT && sbuf != MPI_IN_PLACE && sbytes != a->n) why = R_SIZES;
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    if (why == R_WEFT && (null_buf(rbuf, a->n) || null_buf(sbuf, a->n))) why = R_ARG;
+    a->s = in_place(sbuf);
+    a->r = rbuf;
+    a->t = WEFT_UINT8;
+    return why;
+}
+
+WMPI_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                              int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = blocks_args(C_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_ALLGATHER, why);
+    if (why != R_WEFT) return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    weft_status_t st = weft_allgather(a.s, a.r, a.n, a.t, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLGATHER, st);
+}
+
+WMPI_EXPORT int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                               int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = blocks_args(C_IALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_IALLGATHER, why);
+    if (why != R_WEFT)
+        return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLGATHER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLGATHER, g, weft_iallgather(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
+                    req);
+}
+
+WMPI_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                             int rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = blocks_args(C_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_ALLTOALL, why);
+    if (why != R_WEFT) return PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    weft_status_t st = weft_alltoall(a.s, a.r, a.n, a.t, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLTOALL, st);
+}
+
+WMPI_EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                              int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = blocks_args(C_IALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_IALLTOALL, why);
+    if (why != R_WEFT)
+        return PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLTOALL, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLTOALL, g, weft_ialltoall(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
+                    req);
+}
+
+/* ---- gather and scatter (rooted blocks) ---------------------------------------------------- */
+/* The root's side (many blocks) is mine_* at the root and ignored
+ * elsewhere; the one-block side is one_*. For gather: one = send, many =
+ * receive, in place = sendbuf at the root; for scatter the other way round. */
+static int rooted_args(int call, const void *one_buf, MPI_Count one_count, MPI_Datatype one_type,
+                       const void *many_buf, MPI_Count many_count, MPI_Datatype many_type, int root,
+                       MPI_Comm comm, wargs_t *a)
+{
+    int why = call_check(call);
+    int rank = 0, size = 0;
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    if (why == R_WEFT && !rank_size(comm, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && (root < 0 || root >= size)) why = R_ARG;
+    if (why != R_WEFT) return why;
+    size_t one = 0, many = 0;
+    int placed = one_buf == MPI_IN_PLACE;
+    if (rank == root) {
+        why = contig_bytes(many_count, many_type, &many);
+        if (why == R_WEFT && !placed) why = contig_bytes(one_count, one_type, &one);
+        if (why == R_WEFT && !placed && one != many) why = R_SIZES;
+        if (why == R_WEFT && (null_buf(many_buf, many) || null_buf(one_buf, many))) why = R_ARG;
+        a->n = many;
+    } else {
+        if (placed) return R_ARG;
+        why = contig_bytes(one_count, one_type, &one);
+        if (why == R_WEFT && null_buf(one_buf, one)) why = R_ARG;
+        a->n = one;
+    }
+    a->t = WEFT_UINT8;
+    return why;
+}
+
+WMPI_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
+                           MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rooted_args(C_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
+    NOTE(C_GATHER, why);
+    if (why != R_WEFT) return PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    weft_status_t st = weft_gather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_GATHER, st);
+}
+
+WMPI_EXPORT int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                            int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                            MPI_Request *req)
+{
+    wargs_t a;
+    int why = rooted_args(C_IGATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
+    NOTE(C_IGATHER, why);
+    if (why != R_WEFT)
+        return PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IGATHER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IGATHER, g,
+                    weft_igather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                            int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rooted_args(C_SCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
+    NOTE(C_SCATTER, why);
+    if (why != R_WEFT) return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    weft_status_t st = weft_scatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_SCATTER, st);
+}
+
+WMPI_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                             MPI_Request *req)
+{
+    wargs_t a;
+    int why = rooted_args(C_ISCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
+    NOTE(C_ISCATTER, why);
+    if (why != R_WEFT)
+        return PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_ISCATTER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_ISCATTER, g,
+                    weft_iscatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc, &g->wr),
+                    req);
+}
+
+/* ---- barrier ---------------------------------------------------------------------------- */
+WMPI_EXPORT int MPI_Barrier(MPI_Comm comm)
+{
+    wmpi_comm_t *e = NULL;
+    int why = call_check(C_BARRIER);
+    if (why == R_WEFT) why = comm_lookup(comm, &e);
+    NOTE(C_BARRIER, why);
+    if (why != R_WEFT) return PMPI_Barrier(comm);
+    weft_status_t st = weft_barrier(e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_BARRIER, st);
+}
+
+WMPI_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
+{
+    wmpi_comm_t *e = NULL;
+    int why = call_check(C_IBARRIER);
+    if (why == R_WEFT) why = comm_lookup(comm, &e);
+    NOTE(C_IBARRIER, why);
+    if (why != R_WEFT) return PMPI_Ibarrier(comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IBARRIER, e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IBARRIER, g, weft_ibarrier(e->wc, &g->wr), req);
+}
+
+/* ---- the MPI-4 large-count forms (MPI_Count counts; mpi4py 4 calls these) ---- */
+WMPI_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                              MPI_Comm comm)
+{
+    wargs_t a;
+    int why = allreduce_args(C_ALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_ALLREDUCE, why);
+    if (why != R_WEFT) return PMPI_Allreduce_c(sbuf, rbuf, count, t, op, comm);
+    weft_status_t st = weft_allreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc);
+    return WMPI_LIKELY(st == WEFT_SUCCESS) ? MPI_SUCCESS : weft_failed(comm, C_ALLREDUCE, st);
+}
+
+WMPI_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                               MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = allreduce_args(C_IALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_IALLREDUCE, why);
+    if (why != R_WEFT) return PMPI_Iallreduce_c(sbuf, rbuf, count, t, op, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLREDUCE, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLREDUCE, g,
+                    weft_iallreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
+                                         MPI_Op op, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rsb_args(C_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_REDUCE_SCATTER_BLOCK, why);
+    if (why != R_WEFT) return PMPI_Reduce_scatter_block_c(sbuf, rbuf, count, t, op, comm);
+    weft_status_t st = weft_reduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE_SCATTER_BLOCK, st);
+}
+
+WMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
+                                          MPI_Op op, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = rsb_args(C_IREDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
+    NOTE(C_IREDUCE_SCATTER_BLOCK, why);
+    if (why != R_WEFT) return PMPI_Ireduce_scatter_block_c(sbuf, rbuf, count, t, op, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IREDUCE_SCATTER_BLOCK, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IREDUCE_SCATTER_BLOCK, g,
+                    weft_ireduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Reduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                           int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = reduce_call_args(C_REDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
+    NOTE(C_REDUCE, why);
+    if (why != R_WEFT) return PMPI_Reduce_c(sbuf, rbuf, count, t, op, root, comm);
+    weft_status_t st = weft_reduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE, st);
+}
+
+WMPI_EXPORT int MPI_Ireduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
+                            int root, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = reduce_call_args(C_IREDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
+    NOTE(C_IREDUCE, why);
+    if (why != R_WEFT) return PMPI_Ireduce_c(sbuf, rbuf, count, t, op, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IREDUCE, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IREDUCE, g,
+                    weft_ireduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = bcast_args(C_BCAST, buf, count, t, root, comm, &a);
+    NOTE(C_BCAST, why);
+    if (why != R_WEFT) return PMPI_Bcast_c(buf, count, t, root, comm);
+    weft_status_t st = weft_bcast(a.r, a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_BCAST, st);
+}
+
+WMPI_EXPORT int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,
+                           MPI_Request *req)
+{
+    wargs_t a;
+    int why = bcast_args(C_IBCAST, buf, count, t, root, comm, &a);
+    NOTE(C_IBCAST, why);
+    if (why != R_WEFT) return PMPI_Ibcast_c(buf, count, t, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IBCAST, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IBCAST, g, weft_ibcast(a.r, a.n, a.t, root, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Allgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                              MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = blocks_args(C_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_ALLGATHER, why);
+    if (why != R_WEFT) return PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    weft_status_t st = weft_allgather(a.s, a.r, a.n, a.t, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLGATHER, st);
+}
+
+WMPI_EXPORT int MPI_Iallgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                               MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = blocks_args(C_IALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_IALLGATHER, why);
+    if (why != R_WEFT)
+        return PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLGATHER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLGATHER, g, weft_iallgather(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
+                    req);
+}
+
+WMPI_EXPORT int MPI_Alltoall_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                             MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = blocks_args(C_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_ALLTOALL, why);
+    if (why != R_WEFT) return PMPI_Alltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+    weft_status_t st = weft_alltoall(a.s, a.r, a.n, a.t, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLTOALL, st);
+}
+
+WMPI_EXPORT int MPI_Ialltoall_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                              MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
+{
+    wargs_t a;
+    int why = blocks_args(C_IALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
+    NOTE(C_IALLTOALL, why);
+    if (why != R_WEFT)
+        return PMPI_Ialltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IALLTOALL, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IALLTOALL, g, weft_ialltoall(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
+                    req);
+}
+
+WMPI_EXPORT int MPI_Gather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
+                           MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rooted_args(C_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
+    NOTE(C_GATHER, why);
+    if (why != R_WEFT) return PMPI_Gather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    weft_status_t st = weft_gather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_GATHER, st);
+}
+
+WMPI_EXPORT int MPI_Igather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                            MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                            MPI_Request *req)
+{
+    wargs_t a;
+    int why = rooted_args(C_IGATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
+    NOTE(C_IGATHER, why);
+    if (why != R_WEFT)
+        return PMPI_Igather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_IGATHER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_IGATHER, g,
+                    weft_igather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc, &g->wr), req);
+}
+
+WMPI_EXPORT int MPI_Scatter_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                            MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
+{
+    wargs_t a;
+    int why = rooted_args(C_SCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
+    NOTE(C_SCATTER, why);
+    if (why != R_WEFT) return PMPI_Scatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+    weft_status_t st = weft_scatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc);
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_SCATTER, st);
+}
+
+WMPI_EXPORT int MPI_Iscatter_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
+                             MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
+                             MPI_Request *req)
+{
+    wargs_t a;
+    int why = rooted_args(C_ISCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
+    NOTE(C_ISCATTER, why);
+    if (why != R_WEFT)
+        return PMPI_Iscatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, C_ISCATTER, a.e, &g);
+    if (rc != MPI_SUCCESS) return rc;
+    return greq_end(comm, C_ISCATTER, g,
+                    weft_iscatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc, &g->wr),
+                    req);
+}
