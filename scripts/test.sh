@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The whole test suite from scratch: install dependencies, configure a fresh
-# build directory, build, run every test (unit, multi-rank, Loom).
+# build directory, build, run every test (unit, multi-rank, Loom, the Python
+# package and its torch backend), then install into a scratch prefix and use
+# the Python package from there.
 # Usage: bash scripts/test.sh [BUILD_DIR]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+# numpy, pytest and torch in a cached virtual environment (scripts/python_env.sh)
+py=$(bash scripts/python_env.sh | tail -n 1)
 dir=${1:-build-test}
-rm -rf "$dir"
-meson setup "$dir" --buildtype=release
+rm -rf "$dir" "$dir-prefix"
+meson setup "$dir" --buildtype=release -Dpython="$py" --prefix="$PWD/$dir-prefix"
 ninja -C "$dir" -j"$(nproc)"
 # The engine under ThreadSanitizer first, so that meson's summary closes the log.
 bash scripts/tsan.sh "$dir-tsan"
+# The Python package from meson install's prefix (not the build tree).
+bash scripts/python_install_check.sh "$dir" "$py"
 # Multi-rank tests are marked is_parallel: false; unit tests run two at a time.
 meson test -C "$dir" --print-errorlogs --num-processes 2

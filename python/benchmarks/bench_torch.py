@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Allreduce from PyTorch through the weft backend and through gloo, in the
+same run, and a DDP training step on each.
+
+    mpiexec -n 2 python python/benchmarks/bench_torch.py [-m 4:67108864] [--csv out.csv]
+
+Per message size (float32 elements, bytes as OSU prints them) the average
+latency of a blocking dist.all_reduce on each backend, in rounds that
+alternate weft and gloo at each size (the fastest round of each is shown, so
+that a burst of load from elsewhere on a shared machine hits both), with, at the small sizes, the same allreduce
+through weft.Comm (numpy) and through a bare ctypes call of weft_allreduce,
+which show what the Python layers add, and through the Work's future
+(async_op=True, then future.wait(): the completion callback's path). Then
+the mean time of a DDP step (forward, backward with bucketed allreduce, SGD)
+on 28x28 inputs with each backend, for a small CNN (compute-bound) and a
+wide MLP (5.8 M parameters: communication-bound). Latency is the maximum over the ranks of
+each rank's mean. Header lines start with '#'.
+"""
+
+import argparse
+import ctypes
+import sys
+import time
+
+VERSION = "0.1.0"
+
+
+def parse_size(s):
+    mult = 1
+    if s[-1:] in "kK":
+        mult, s = 1024, s[:-1]
+    elif s[-1:] in "mM":
+        mult, s = 1 << 20, s[:-1]
+    return int(s) * mult
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        prog="bench_torch.py",
+        description="Allreduce and DDP step time from PyTorch: the weft backend against gloo "
+                    "in the same run. Run under mpiexec -n N.")
+    p.add_argument("--version", action="version", version="%(prog)s " + VERSION)
+    p.add_argument("-m", "--sizes", default="4:67108864",
+                   help="message sizes MIN:MAX in bytes, doubling (default 4:64M)")
+    p.add_argument("-i", "--iterations", type=int, default=0,
+                   help="iterations per size (default: from 1000 at 4 B down to 5 at 64 MiB)")
+    p.add_argument("-r", "--repeats", type=int, default=3,
+                   help="timed rounds per size, weft and gloo alternating; the table shows "
+                        "each one's fastest round (default 3)")
+    p.add_argument("--csv", default=None, help="also write the table as CSV to this file")
+    p.add_argument("--ddp-steps", type=int, default=30,
+                   help="DDP steps timed per backend (after 5 warm-up steps; 0: none)")
+    p.add_argument("--batch", type=int, default=64, help="DDP batch per rank (default 64)")
+    p.add_argument("--layer-max", default="4096",
+                   help="largest size that also times weft.Comm and bare ctypes (default 4096)")
+    a = p.parse_args(argv)
+    try:
+        lo, hi = (parse_size(x) for x in a.sizes.split(":"))
+    except ValueError:
+        p.error("argument -m/--sizes: expected MIN:MAX in bytes, got %r" % a.sizes)
+    if lo < 4 or hi < lo:
+        p.error("argument -m/--sizes: need 4 <= MIN <= MAX, got %r" % a.sizes)
+    if a.repeats < 1:
+        p.error("argument -r/--repeats: must be >= 1")
+    if a.iterations < 0:
+        p.error("argument -i/--iterations: must be >= 0")
+    if a.ddp_steps < 0:
+        p.error("argument --ddp-steps: must be >= 0")
+    if a.batch < 1:
+        p.error("argument --batch: must be >= 1")
+    try:
+        a.layer_max = parse_size(a.layer_max)
+    except ValueError:
+        p.error("argument --layer-max: expected a size in bytes, got %r" % a.layer_max)
+    a.lo, a.hi = lo, hi
+    return a
+
+
+def iterations_for(nbytes, fixed):
+    if fixed:
+        return fixed
+    if nbytes <= 65536:
+        return 1000 if nbytes <= 4096 else 300
+    return max(5, int(200 * (1 << 20) / max(nbytes, 1 << 20) ** 1.0 / 4))
+
+
+def main(argv):
+    global SmallCNN, WideMLP
+    a = parse_args(argv)  # before importing torch: usage errors are quick
+    SmallCNN, WideMLP = _small_cnn()
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    import weft
+    import weft.torch as wt
+    from weft import _lib
+
+    torch.set_num_threads(1)
+    dist.init_process_group("weft")
+    rank, size = dist.get_rank(), dist.get_world_size()
+    gloo = dist.new_group(backend="gloo")
+    comm = wt.world_comm()
+
+    def tmax(x):
+        v = np.array([x], dtype=np.float64)
+        comm.allreduce(v, op=weft.MAX)
+        return float(v[0])
+
+    def time_loop(fn, iters):
+        for _ in range(min(10, iters)):
+            fn()
+        comm.barrier()
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        return tmax((time.perf_counter() - t0) / iters * 1e6)
+
+    rows = []
+    if rank == 0:
+        print("# weft.torch allreduce vs gloo, %d ranks, torch %s, completion=%s" %
+              (size, torch.__version__, weft.COMPLETION_MODE))
+        print("# %-10s %12s %12s %9s %12s %12s %12s" % ("Size", "weft(us)", "gloo(us)",
+                                                       "speedup", "future(us)", "Comm(us)",
+                                                       "ctypes(us)"))
+        sys.stdout.flush()
+    n = a.lo
+    while n <= a.hi:
+        count = max(1, n // 4)
+        iters = iterations_for(n, a.iterations)
+        t = torch.ones(count, dtype=torch.float32)
+        x = np.ones(count, dtype=np.float32)
+        f = _lib.weft_allreduce
+        ptr, h = x.ctypes.data, comm.handle
+        tw = tg = tc = tr = tf = float("inf")
+        for _ in range(a.repeats):
+            tw = min(tw, time_loop(lambda: dist.all_reduce(t), iters))
+            tg = min(tg, time_loop(lambda: dist.all_reduce(t, group=gloo), iters))
+            if n <= a.layer_max:
+                tf = min(tf, time_loop(
+                    lambda: dist.all_reduce(t, async_op=True).get_future().wait(),
+                    max(10, iters // 10)))
+                tc = min(tc, time_loop(lambda: comm.allreduce(x), iters))
+                tr = min(tr, time_loop(
+                    lambda: f(_lib.IN_PLACE_PTR, ptr, count, weft.FLOAT32, weft.SUM, h), iters))
+        if n > a.layer_max:
+            tc = tr = tf = float("nan")
+        rows.append((count * 4, tw, tg, tg / tw, tf, tc, tr))
+        if rank == 0:
+            print("%-12d %12.2f %12.2f %9.2f %12.2f %12.2f %12.2f" % rows[-1])
+            sys.stdout.flush()
+        n *= 2
+
+    ddp_rows = []
+    if a.ddp_steps:
+        if rank == 0:
+            print("# DDP step: batch %d per rank, fastest of %d rounds of %d steps, rounds "
+                  "alternating weft and gloo" % (a.batch, a.repeats, a.ddp_steps))
+            print("# %-28s %12s %12s %9s" % ("model", "weft(ms)", "gloo(ms)", "speedup"))
+        for model_name, factory in (("SmallCNN", SmallCNN), ("WideMLP", WideMLP)):
+            steps = []
+            for name, group in (("weft", None), ("gloo", gloo)):
+                step = make_ddp_step(torch, factory, group, rank, a.batch)
+                for _ in range(3):
+                    step()
+                steps.append((name, step))
+            best = {name: float("inf") for name, _ in steps}
+            for _ in range(a.repeats):
+                for name, step in steps:
+                    comm.barrier()
+                    t0 = time.perf_counter()
+                    for _ in range(a.ddp_steps):
+                        step()
+                    best[name] = min(best[name],
+                                     tmax((time.perf_counter() - t0) / a.ddp_steps * 1e3))
+            for name, _ in steps:
+                ddp_rows.append((model_name, name, best[name]))
+            if rank == 0:
+                nparams = sum(p.numel() for p in factory().parameters())
+                label = "%s (%.1f MiB grads)" % (model_name, nparams * 4 / 2**20)
+                print("%-30s %12.2f %12.2f %9.2f" % (label, best["weft"], best["gloo"],
+                                                      best["gloo"] / best["weft"]))
+                sys.stdout.flush()
+    if rank == 0 and a.csv:
+        with open(a.csv, "w") as f:
+            f.write("bytes,weft_us,gloo_us,speedup,future_us,comm_us,ctypes_us\n")
+            for r in rows:
+                f.write("%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n" % r)
+            for model, name, ms in ddp_rows:
+                f.write("ddp_step_%s_%s_ms,%.3f,,,,,\n" % (model, name, ms))
+    dist.destroy_process_group()
+    return 0
+
+
+def make_ddp_step(torch, factory, group, rank, batch):
+    """One DDP training step of a fresh model on `group` (None: default)."""
+    torch.manual_seed(0)
+    model = factory()
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randn(batch, 1, 28, 28, generator=g)
+    y = torch.randint(0, 10, (batch,), generator=g)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss_fn(ddp(x), y).backward()
+        opt.step()
+    return step
+
+
+def _small_cnn():
+    import torch.nn as nn
+
+    class SmallCNN(nn.Module):
+        """conv(1->32,3) relu pool, conv(32->64,3) relu pool, fc(1600->128) relu, fc(128->10)."""
+
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(1, 32, 3)
+            self.c2 = nn.Conv2d(32, 64, 3)
+            self.f1 = nn.Linear(64 * 5 * 5, 128)
+            self.f2 = nn.Linear(128, 10)
+
+        def forward(self, x):
+            f = nn.functional
+            x = f.max_pool2d(f.relu(self.c1(x)), 2)
+            x = f.max_pool2d(f.relu(self.c2(x)), 2)
+            return self.f2(f.relu(self.f1(x.flatten(1))))
+
+    class WideMLP(nn.Module):
+        """784 -> 2048 -> 2048 -> 10: 5.8 M parameters, little compute per
+        byte of gradient (a communication-bound step)."""
+
+        def __init__(self):
+            super().__init__()
+            self.l1 = nn.Linear(784, 2048)
+            self.l2 = nn.Linear(2048, 2048)
+            self.l3 = nn.Linear(2048, 10)
+
+        def forward(self, x):
+            f = nn.functional
+            return self.l3(f.relu(self.l2(f.relu(self.l1(x.flatten(1))))))
+    return SmallCNN, WideMLP
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,111 @@
+"""DistributedDataParallel on the weft backend trains like DDP on gloo, and
+like one process on the whole batch; weft.torch.allreduce_hook in a gloo job
+does too. Run under mpiexec -n 2 (any count works).
+
+Tolerances: weft against gloo, relative 1e-6 (the same sums, possibly added
+in another order); DDP against the single-process reference, relative and
+absolute 1e-5 (the gradient average over ranks is a different summation
+than the full-batch mean)."""
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import weft.torch as wt
+
+STEPS = 6
+BATCH = 8  # per rank
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 8, 3)
+        self.c2 = nn.Conv2d(8, 16, 3)
+        self.f1 = nn.Linear(16 * 5 * 5, 32)
+        self.f2 = nn.Linear(32, 10)
+
+    def forward(self, x):
+        f = nn.functional
+        x = f.max_pool2d(f.relu(self.c1(x)), 2)
+        x = f.max_pool2d(f.relu(self.c2(x)), 2)
+        return self.f2(f.relu(self.f1(x.flatten(1))))
+
+
+@pytest.fixture(scope="module")
+def groups():
+    dist.init_process_group("weft")
+    gloo = dist.new_group(backend="gloo")
+    yield gloo
+    dist.destroy_process_group()
+
+
+def batch(step, rank):
+    g = torch.Generator().manual_seed(1000 * step + rank)
+    return torch.randn(BATCH, 1, 28, 28, generator=g), torch.randint(0, 10, (BATCH,),
+                                                                      generator=g)
+
+
+def initial_model():
+    torch.manual_seed(7)
+    return Net()
+
+
+def train_ddp(process_group=None, hook=None):
+    torch.manual_seed(dist.get_rank() + 100)  # different on each rank: DDP broadcasts rank 0's
+    model = Net() if dist.get_rank() else initial_model()
+    # small buckets: several allreduces in flight during backward
+    ddp = nn.parallel.DistributedDataParallel(model, process_group=process_group,
+                                              bucket_cap_mb=0.02)
+    if hook is not None:
+        ddp.register_comm_hook(None, hook)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    for s in range(STEPS):
+        x, y = batch(s, dist.get_rank())
+        opt.zero_grad()
+        loss_fn(ddp(x), y).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def train_serial(world):
+    model = initial_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    for s in range(STEPS):
+        xs, ys = zip(*[batch(s, r) for r in range(world)])
+        opt.zero_grad()
+        loss_fn(model(torch.cat(xs)), torch.cat(ys)).backward()
+        opt.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def test_ddp_weft_matches_gloo_and_serial(groups):
+    p_weft = train_ddp()
+    p_gloo = train_ddp(process_group=groups)
+    p_ref = train_serial(dist.get_world_size())
+    start = [p.detach() for p in initial_model().parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(p_weft, start))  # it trained
+    for a, b in zip(p_weft, p_gloo):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    for a, b in zip(p_weft, p_ref):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_comm_hook_in_gloo_job(groups):
+    p_hook = train_ddp(process_group=groups, hook=wt.allreduce_hook)
+    p_gloo = train_ddp(process_group=groups)
+    for a, b in zip(p_hook, p_gloo):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_ranks_agree(groups):
+    # every rank ends with the same parameters (checked through gloo)
+    params = torch.cat([p.reshape(-1) for p in train_ddp()])
+    mx, mn = params.clone(), params.clone()
+    dist.all_reduce(mx, op=dist.ReduceOp.MAX, group=groups)
+    dist.all_reduce(mn, op=dist.ReduceOp.MIN, group=groups)
+    assert torch.equal(mx, mn)
+

@@ -1,0 +1,220 @@
+"""The torch.distributed backend "weft": every operation DDP and common
+training code call, through torch.distributed's own functions, against
+references computed from every rank's deterministic input. Run under
+mpiexec -n 1..4 (weft.torch sets RANK, WORLD_SIZE and the store's address
+from Weft's world)."""
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import weft
+import weft.torch as wt
+
+DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torch.bfloat16,
+          torch.float32, torch.float64]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pg():
+    dist.init_process_group("weft")
+    yield
+    dist.destroy_process_group()
+
+
+def rk():
+    return dist.get_rank(), dist.get_world_size()
+
+
+def vals(r, n=11):
+    return torch.arange(n, dtype=torch.float64) % 3 + 1 + (r % 2)
+
+
+def test_backend_is_weft():
+    assert dist.get_backend() == "weft"
+    r, p = rk()
+    assert (r, p) == (wt.world_comm().rank, wt.world_comm().size)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=[str(d) for d in DTYPES])
+def test_allreduce_sum_dtypes(dtype):
+    r, p = rk()
+    t = vals(r).to(dtype)
+    dist.all_reduce(t)
+    want = sum(vals(q) for q in range(p)).to(dtype)
+    assert torch.equal(t, want)
+
+
+# (torch itself refuses AVG on integer tensors, whatever the backend)
+@pytest.mark.parametrize("op,dtype", [(op, dt) for dt in (torch.float32, torch.int64)
+                                      for op in ("SUM", "AVG", "MIN", "MAX", "PRODUCT")
+                                      if op != "AVG" or dt.is_floating_point])
+def test_allreduce_ops(op, dtype):
+    r, p = rk()
+    t = vals(r).to(dtype)
+    dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+    allv = torch.stack([vals(q) for q in range(p)])
+    want = {"SUM": allv.sum(0), "AVG": allv.sum(0) / p, "MIN": allv.min(0).values,
+            "MAX": allv.max(0).values, "PRODUCT": allv.prod(0)}[op].to(dtype)
+    torch.testing.assert_close(t, want, rtol=1e-6, atol=0)
+
+
+def test_async_future_chain():
+    # the future is completed by Weft's callback, without anyone waiting on the Work
+    r, p = rk()
+    ts = [torch.full((1000 * (k + 1),), float(r + k)) for k in range(4)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    futs = [w.get_future().then(lambda f: f.value()[0].sum().item()) for w in works]
+    got = [f.wait() for f in futs]
+    want = [sum(q + k for q in range(p)) * 1000.0 * (k + 1) for k in range(4)]
+    assert got == want
+
+
+def test_broadcast_reduce():
+    r, p = rk()
+    out = []
+    for root in range(p):
+        t = vals(r) * (r + 1)
+        dist.broadcast(t, src=root)
+        out.append(("bcast", t, vals(root) * (root + 1)))
+        u = vals(r)
+        dist.reduce(u, dst=root, op=dist.ReduceOp.MAX)
+        if r == root:
+            out.append(("reduce", u, torch.stack([vals(q) for q in range(p)]).max(0).values))
+    for name, have, want in out:
+        assert torch.equal(have, want), name
+
+
+def test_allgather_forms():
+    r, p = rk()
+    mine = torch.full((2, 3), float(r))
+    lst = [torch.empty(2, 3) for _ in range(p)]
+    dist.all_gather(lst, mine)
+    flat = torch.empty(2 * p, 3)
+    dist.all_gather_into_tensor(flat, mine)
+    w = dist.all_gather_into_tensor(torch.empty(2 * p, 3), mine, async_op=True)
+    w.wait()
+    for q in range(p):
+        assert torch.equal(lst[q], torch.full((2, 3), float(q)))
+        assert torch.equal(flat[2 * q:2 * q + 2], torch.full((2, 3), float(q)))
+
+
+def test_reduce_scatter_forms():
+    r, p = rk()
+    ins = [torch.full((3,), float(r * 10 + j)) for j in range(p)]
+    out = torch.empty(3)
+    dist.reduce_scatter(out, ins)
+    want = sum(q * 10 + r for q in range(p))
+    big = torch.cat(ins)
+    out2 = torch.empty(3)
+    dist.reduce_scatter_tensor(out2, big, op=dist.ReduceOp.MAX)
+    assert torch.equal(out, torch.full((3,), float(want)))
+    assert torch.equal(out2, torch.full((3,), float((p - 1) * 10 + r)))
+
+
+def test_alltoall_forms():
+    r, p = rk()
+    # even list form
+    ins = [torch.full((2,), float(10 * r + j)) for j in range(p)]
+    outs = [torch.empty(2) for _ in range(p)]
+    dist.all_to_all(outs, ins)
+    # uneven list form: rank r sends j+1 elements to rank j
+    uins = [torch.full((j + 1,), float(10 * r + j)) for j in range(p)]
+    uouts = [torch.empty(r + 1) for _ in range(p)]
+    dist.all_to_all(uouts, uins)
+    # single tensor, even and with splits
+    single = torch.arange(p * 2, dtype=torch.float32) + 100 * r
+    sout = torch.empty(p * 2)
+    dist.all_to_all_single(sout, single)
+    in_splits = [j + 1 for j in range(p)]
+    out_splits = [r + 1] * p
+    sin = torch.cat([torch.full((j + 1,), float(10 * r + j)) for j in range(p)])
+    sout2 = torch.empty(sum(out_splits))
+    dist.all_to_all_single(sout2, sin, out_splits, in_splits)
+    for i in range(p):
+        assert torch.equal(outs[i], torch.full((2,), float(10 * i + r)))
+        assert torch.equal(uouts[i], torch.full((r + 1,), float(10 * i + r)))
+        assert torch.equal(sout[2 * i:2 * i + 2],
+                           torch.tensor([2 * r, 2 * r + 1], dtype=torch.float32) + 100 * i)
+        assert torch.equal(sout2[i * (r + 1):(i + 1) * (r + 1)],
+                           torch.full((r + 1,), float(10 * i + r)))
+
+
+def test_gather_scatter_barrier():
+    r, p = rk()
+    root = p - 1
+    t = torch.full((3,), float(r))
+    g = [torch.empty(3) for _ in range(p)] if r == root else None
+    dist.gather(t, g, dst=root)
+    s = [torch.full((2,), float(q * 5)) for q in range(p)] if r == root else None
+    out = torch.empty(2)
+    dist.scatter(out, s, src=root)
+    dist.barrier()
+    if r == root:
+        assert all(torch.equal(g[q], torch.full((3,), float(q))) for q in range(p))
+    assert torch.equal(out, torch.full((2,), float(r * 5)))
+
+
+def test_send_recv():
+    r, p = rk()
+    if p == 1:
+        pytest.skip("send/recv need two ranks (torch refuses sending to oneself)")
+    right, left = (r + 1) % p, (r - 1) % p
+    out = torch.empty(4, dtype=torch.int64)
+    reqs = [dist.irecv(out, left, tag=5), dist.isend(torch.arange(4) + r, right, tag=5)]
+    for q in reqs:
+        q.wait()
+    # blocking pairs 0<->1, 2<->3
+    peer = r ^ 1
+    got = torch.empty(2)
+    if peer < p:
+        if r % 2 == 0:
+            dist.send(torch.full((2,), float(r)), peer)
+            dist.recv(got, peer)
+        else:
+            dist.recv(got, peer)
+            dist.send(torch.full((2,), float(r)), peer)
+    assert torch.equal(out, torch.arange(4) + left)
+    if peer < p:
+        assert torch.equal(got, torch.full((2,), float(peer)))
+
+
+def test_object_utilities():
+    r, p = rk()
+    objs = [None] * p
+    dist.all_gather_object(objs, {"rank": r, "name": "r%d" % r})
+    lst = [r * 100, "x"] if r == 0 else [None, None]
+    dist.broadcast_object_list(lst, src=0)
+    assert objs == [{"rank": q, "name": "r%d" % q} for q in range(p)]
+    assert lst == [0, "x"]
+
+
+def test_errors_raise():
+    r, p = rk()
+    comm = wt.world_comm()
+    with pytest.raises(weft.WeftError) as ei:
+        comm.allreduce(torch.ones(4, 4).t())  # not contiguous
+    assert ei.value.status == weft.ERR_INVALID_ARG
+    with pytest.raises(weft.WeftError) as ei:
+        comm.allreduce(torch.ones(4, dtype=torch.complex64))
+    assert ei.value.status == weft.ERR_DATATYPE
+    with pytest.raises(Exception) as ei:
+        dist.all_reduce(torch.ones(4, dtype=torch.bool))
+    assert "WEFT_ERR_DATATYPE" in str(ei.value)
+    with pytest.raises(Exception) as ei:
+        dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BXOR)
+    assert "WEFT_ERR_DATATYPE" in str(ei.value)
+    # the group still works
+    t = torch.ones(2)
+    dist.all_reduce(t)
+    assert torch.equal(t, torch.full((2,), float(p)))
+
+
+def test_cuda_stream_comm():
+    if not torch.cuda.is_available():
+        pytest.skip("no GPU here: CUDA tensors through a stream-bound communicator untested")
+    r, p = rk()
+    t = torch.full((1000,), float(r + 1), device="cuda")
+    dist.all_reduce(t)
+    torch.cuda.current_stream().synchronize()
+    assert torch.equal(t.cpu(), torch.full((1000,), float(p * (p + 1) / 2)))

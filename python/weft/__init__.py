@@ -1,0 +1,475 @@
+"""Weft from Python: communicators, collectives and point to point over
+libweft's C ABI (include/weft.h), through ctypes.
+
+    import numpy as np, weft
+    weft.init()
+    comm = weft.Comm.world()
+    x = np.ones(1024, dtype=np.float32)
+    comm.allreduce(x)                       # in place, sum
+    req = comm.iallreduce(x, op=weft.MAX)   # nonblocking
+    req.wait()
+    weft.finalize()
+
+Arrays: numpy arrays, torch CPU tensors, anything with __array_interface__
+or the buffer protocol; C-contiguous, writable where Weft writes. Datatypes
+come from the array (every Weft datatype: int8 ... float64, float16,
+bfloat16), or from dtype= to reinterpret. Errors raise weft.WeftError.
+Every call releases the GIL while Weft works or waits.
+
+Thread contract: as weft.h: any thread between init() and finalize(); the
+collectives of one communicator issued in one order on every rank.
+See doc/python.md.
+"""
+
+import atexit
+import ctypes
+
+from . import _lib
+from ._lib import IN_PLACE_PTR as _INPL
+from ._errors import WeftError, check as _check
+from ._errors import (SUCCESS, INPROGRESS, ERR_INVALID_ARG, ERR_DATATYPE, ERR_OP,  # noqa: F401
+                      ERR_COUNT_OVERFLOW, ERR_NOT_INITIALIZED, ERR_INVALID_REQUEST,
+                      ERR_INVALID_COMM, ERR_NO_MEMORY, ERR_THREAD_LEVEL, ERR_MPI, ERR_TIMEOUT,
+                      ERR_COMM_BROKEN, ERR_UNSUPPORTED, ERR_ALGORITHM, ERR_TUNING_FILE, ERR_CUDA,
+                      ERR_NCCL, ERR_UCX, ERR_STREAM, ERR_HALO_PLAN, ERR_FINALIZING, ERR_INTERNAL)
+from ._dtypes import (INT8, UINT8, INT32, UINT32, INT64, UINT64, FLOAT16, BFLOAT16, FLOAT32,
+                      FLOAT64, SUM, PROD, MIN, MAX, AVG, BAND, BOR, BXOR)
+from . import _dtypes
+from ._buffers import resolve as _resolve
+from ._request import Request, waitall, MODE as COMPLETION_MODE
+
+__version__ = "0.1.0"
+
+#: Pass as the send buffer for the in-place forms (allgather, reduce at the
+#: root, gather at the root, scatter at the root).
+IN_PLACE = type("InPlace", (), {"__repr__": lambda self: "weft.IN_PLACE"})()
+#: Color of a rank that joins no communicator in Comm.split.
+UNDEFINED = -1
+TRANSPORT_DEFAULT, TRANSPORT_MPI, TRANSPORT_UCX = 0, 1, 2
+_TRANSPORTS = {None: 0, "default": 0, "mpi": 1, "ucx": 2, 0: 0, 1: 1, 2: 2}
+
+_byref = ctypes.byref
+_c_request = _lib.c_request
+_c_allreduce = _lib.weft_allreduce
+
+
+def version():
+    """The loaded libweft's version string ("0.1.0")."""
+    return _lib.weft_version_string().decode()
+
+
+def library_path():
+    """The path of the libweft this package loaded."""
+    return _lib.lib._name
+
+
+def init():
+    """Initialise Weft (and MPI with MPI_THREAD_MULTIPLE if nobody has; if
+    mpi4py is to be used, import it first). A no-op when initialised.
+    Finalised at exit if the program does not call finalize()."""
+    _check(_lib.weft_init(None), "weft_init")
+    _state["atexit"] or atexit.register(_finalize_at_exit)
+    _state["atexit"] = True
+
+
+def finalize():
+    """Complete what is in flight, stop Weft's engine and free every
+    communicator (and finalise MPI if Weft initialised it; MPI cannot be
+    initialised again in this process). Afterwards calls raise WeftError
+    WEFT_ERR_NOT_INITIALIZED. Thread: the one that called init()."""
+    if not _lib.weft_initialized():
+        return
+    _check(_lib.weft_finalize(), "weft_finalize")
+
+
+def initialized():
+    return bool(_lib.weft_initialized())
+
+
+_state = {"atexit": False}
+
+
+def _finalize_at_exit():
+    if _lib.weft_initialized():
+        _lib.weft_finalize()
+
+
+def _op(op):
+    if type(op) is int and 0 <= op < 8:
+        return op
+    return _dtypes.check_op(op)
+
+
+def _same(a, b, what):
+    if a.dtype != b.dtype:
+        raise WeftError(ERR_DATATYPE, "%s: %s and %s differ" %
+                        (what, _dtypes.name(a.dtype), _dtypes.name(b.dtype)))
+
+
+def _count(buf, n, what):
+    if buf.count != n:
+        raise WeftError(ERR_INVALID_ARG, "%s holds %d elements, expected %d" %
+                        (what, buf.count, n))
+
+
+class Comm:
+    """A Weft communicator (weft_comm_t). Create with Comm.world(),
+    Comm.from_mpi4py(mpi_comm) or comm.split(color, key). Freed by free() (a
+    collective call) or by finalize(); never by the garbage collector, since
+    freeing is collective."""
+
+    __slots__ = ("_h", "rank", "size", "_dev")
+
+    def __init__(self, handle):
+        self._h = handle
+        r = ctypes.c_int()
+        s = ctypes.c_int()
+        _check(_lib.weft_comm_rank(handle, _byref(r)), "weft_comm_rank")
+        _check(_lib.weft_comm_size(handle, _byref(s)), "weft_comm_size")
+        self.rank = r.value  #: this process's rank
+        self.size = s.value  #: number of ranks
+        self._dev = False    # takes device memory (bound to a CUDA stream)
+
+    def __repr__(self):
+        return "<weft.Comm rank %d of %d>" % (self.rank, self.size)
+
+    @staticmethod
+    def _params(transport):
+        if transport not in _TRANSPORTS:
+            raise WeftError(ERR_INVALID_ARG, "transport %r: expected 'mpi', 'ucx' or None"
+                            % (transport,))
+        return _lib.CommParams(ctypes.sizeof(_lib.CommParams), _TRANSPORTS[transport])
+
+    @classmethod
+    def world(cls, transport=None, stream=None):
+        """A communicator over every process of the job (collective over all).
+        transport: None (WEFT_TRANSPORT decides), 'mpi' or 'ucx'. stream: a
+        weft_stream_t (int) to bind to, or None."""
+        h = _lib.c_comm()
+        p = cls._params(transport)
+        _check(_lib.weft_comm_world(stream, _byref(p), _byref(h)), "weft_comm_world")
+        return cls(h.value)
+
+    @classmethod
+    def from_mpi4py(cls, mpi_comm, transport=None):
+        """A communicator over the processes of an mpi4py communicator (Weft
+        duplicates it; collective over it). Import mpi4py before weft.init()
+        so that MPI is initialised with MPI_THREAD_MULTIPLE by mpi4py."""
+        try:
+            f = mpi_comm.py2f()
+        except AttributeError:
+            raise WeftError(ERR_INVALID_ARG, "from_mpi4py: %r is not an mpi4py communicator"
+                            % (mpi_comm,)) from None
+        h = _lib.c_comm()
+        p = cls._params(transport)
+        _check(_lib.weft_comm_create_f(f, None, _byref(p), _byref(h)), "weft_comm_create_f")
+        return cls(h.value)
+
+    def split(self, color, key=0):
+        """As MPI_Comm_split: a new Comm of the ranks passing the same color
+        (>= 0), ordered by key; None for color weft.UNDEFINED. Collective."""
+        h = _lib.c_comm()
+        _check(_lib.weft_comm_split(self._h, int(color), int(key), None, _byref(h)),
+               "weft_comm_split")
+        return Comm(h.value) if h.value else None
+
+    def free(self):
+        """Destroy the communicator (waits for its operations). Collective."""
+        if self._h:
+            h, self._h = self._h, None
+            _check(_lib.weft_comm_destroy(h), "weft_comm_destroy")
+
+    @property
+    def handle(self):
+        """The weft_comm_t, as an int (for other ctypes code)."""
+        return self._h
+
+    @property
+    def transport(self):
+        """'mpi' or 'ucx'."""
+        t = ctypes.c_int()
+        _check(_lib.weft_comm_get_transport(self._h, _byref(t)), "weft_comm_get_transport")
+        return _lib.weft_transport_name(t.value).decode()
+
+    def get_error(self):
+        """The communicator's sticky asynchronous error as a WeftError, or None."""
+        st = _lib.weft_comm_get_error(self._h)
+        return WeftError(st, "communicator error") if st else None
+
+    # ---- helpers ---------------------------------------------------------
+    def _req(self, fn, args, keep, result, name):
+        h = _c_request(0)
+        _check(fn(*args, _byref(h)), name)
+        return Request(h.value, keep, result)
+
+    # ---- allreduce -------------------------------------------------------
+    def _allreduce_args(self, sendbuf, recvbuf, op, dtype):
+        if recvbuf is None:
+            b = _resolve(sendbuf, "buffer", True, dtype, self._dev)
+            return _INPL, b, sendbuf, (b,)
+        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        if sendbuf is IN_PLACE:
+            return _INPL, r, recvbuf, (r,)
+        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        _same(s, r, "allreduce")
+        _count(r, s.count, "recvbuf")
+        return s.ptr, r, recvbuf, (s, r)
+
+    def allreduce(self, sendbuf, recvbuf=None, op=SUM, dtype=None):
+        """Reduce sendbuf over the ranks into recvbuf (None: in place into
+        sendbuf). Returns the output array."""
+        if recvbuf is None and dtype is None and type(op) is int and 0 <= op < 8:
+            # the common call (in place, a plain op), with no detour
+            b = _resolve(sendbuf, "buffer", True, None, self._dev)
+            st = _c_allreduce(_INPL, b.ptr, b.count, b.dtype, op, self._h)
+            if st:
+                raise WeftError(st, "weft_allreduce")
+            return sendbuf
+        sp, r, out, _ = self._allreduce_args(sendbuf, recvbuf, op, dtype)
+        _check(_lib.weft_allreduce(sp, r.ptr, r.count, r.dtype, _op(op), self._h),
+               "weft_allreduce")
+        return out
+
+    def iallreduce(self, sendbuf, recvbuf=None, op=SUM, dtype=None):
+        sp, r, out, keep = self._allreduce_args(sendbuf, recvbuf, op, dtype)
+        return self._req(_lib.weft_iallreduce, (sp, r.ptr, r.count, r.dtype, _op(op), self._h),
+                         keep, out, "weft_iallreduce")
+
+    # ---- reduce_scatter (block) ------------------------------------------
+    def _rs_args(self, sendbuf, recvbuf, dtype):
+        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        _same(s, r, "reduce_scatter")
+        _count(s, r.count * self.size, "sendbuf")
+        return s, r
+
+    def reduce_scatter(self, sendbuf, recvbuf, op=SUM, dtype=None):
+        """Reduce sendbuf (size * n elements) over the ranks; rank i gets
+        block i (n elements) in recvbuf."""
+        s, r = self._rs_args(sendbuf, recvbuf, dtype)
+        _check(_lib.weft_reduce_scatter(s.ptr, r.ptr, r.count, r.dtype, _op(op), self._h),
+               "weft_reduce_scatter")
+        return recvbuf
+
+    def ireduce_scatter(self, sendbuf, recvbuf, op=SUM, dtype=None):
+        s, r = self._rs_args(sendbuf, recvbuf, dtype)
+        return self._req(_lib.weft_ireduce_scatter,
+                         (s.ptr, r.ptr, r.count, r.dtype, _op(op), self._h), (s, r), recvbuf,
+                         "weft_ireduce_scatter")
+
+    # ---- allgather ---------------------------------------------------------
+    def _ag_args(self, sendbuf, recvbuf, dtype):
+        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        if r.count % self.size:
+            raise WeftError(ERR_INVALID_ARG, "recvbuf holds %d elements, not a multiple of "
+                            "the %d ranks" % (r.count, self.size))
+        if sendbuf is IN_PLACE:
+            return _INPL, r, (r,)
+        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        _same(s, r, "allgather")
+        _count(r, s.count * self.size, "recvbuf")
+        return s.ptr, r, (s, r)
+
+    def allgather(self, sendbuf, recvbuf, dtype=None):
+        """recvbuf (size * n elements) gets every rank's sendbuf (n) in rank
+        order. sendbuf IN_PLACE: this rank's block is already in recvbuf."""
+        sp, r, _ = self._ag_args(sendbuf, recvbuf, dtype)
+        _check(_lib.weft_allgather(sp, r.ptr, r.count // self.size, r.dtype, self._h),
+               "weft_allgather")
+        return recvbuf
+
+    def iallgather(self, sendbuf, recvbuf, dtype=None):
+        sp, r, keep = self._ag_args(sendbuf, recvbuf, dtype)
+        return self._req(_lib.weft_iallgather, (sp, r.ptr, r.count // self.size, r.dtype,
+                                                self._h), keep, recvbuf, "weft_iallgather")
+
+    # ---- bcast -------------------------------------------------------------
+    def _root(self, root):
+        root = int(root)
+        if not 0 <= root < self.size:
+            raise WeftError(ERR_INVALID_ARG, "root %d outside 0..%d" % (root, self.size - 1))
+        return root
+
+    def bcast(self, buf, root=0, dtype=None):
+        """Root's buf into every rank's buf."""
+        b = _resolve(buf, "buffer", True, dtype, self._dev)
+        _check(_lib.weft_bcast(b.ptr, b.count, b.dtype, self._root(root), self._h), "weft_bcast")
+        return buf
+
+    def ibcast(self, buf, root=0, dtype=None):
+        b = _resolve(buf, "buffer", True, dtype, self._dev)
+        return self._req(_lib.weft_ibcast, (b.ptr, b.count, b.dtype, self._root(root), self._h),
+                         (b,), buf, "weft_ibcast")
+
+    # ---- reduce ------------------------------------------------------------
+    def _reduce_args(self, sendbuf, recvbuf, root, dtype):
+        root = self._root(root)
+        if self.rank == root:
+            if recvbuf is None:
+                raise WeftError(ERR_INVALID_ARG, "reduce: recvbuf is needed at the root")
+            r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+            if sendbuf is IN_PLACE:
+                return _INPL, r, root, (r,)
+            s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+            _same(s, r, "reduce")
+            _count(r, s.count, "recvbuf")
+            return s.ptr, r, root, (s, r)
+        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        return s.ptr, s, root, (s,)
+
+    def reduce(self, sendbuf, recvbuf=None, op=SUM, root=0, dtype=None):
+        """Reduce sendbuf over the ranks into the root's recvbuf (ignored
+        elsewhere). At the root, sendbuf IN_PLACE reduces into recvbuf."""
+        sp, r, root, _ = self._reduce_args(sendbuf, recvbuf, root, dtype)
+        rp = r.ptr if self.rank == root else None
+        _check(_lib.weft_reduce(sp, rp, r.count, r.dtype, _op(op), root, self._h), "weft_reduce")
+        return recvbuf
+
+    def ireduce(self, sendbuf, recvbuf=None, op=SUM, root=0, dtype=None):
+        sp, r, root, keep = self._reduce_args(sendbuf, recvbuf, root, dtype)
+        rp = r.ptr if self.rank == root else None
+        return self._req(_lib.weft_ireduce, (sp, rp, r.count, r.dtype, _op(op), root, self._h),
+                         keep, recvbuf, "weft_ireduce")
+
+    # ---- alltoall ----------------------------------------------------------
+    def _a2a_args(self, sendbuf, recvbuf, dtype):
+        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        _same(s, r, "alltoall")
+        _count(r, s.count, "recvbuf")
+        if s.count % self.size:
+            raise WeftError(ERR_INVALID_ARG, "sendbuf holds %d elements, not a multiple of "
+                            "the %d ranks" % (s.count, self.size))
+        return s, r
+
+    def alltoall(self, sendbuf, recvbuf, dtype=None):
+        """Block j of sendbuf (size equal blocks) goes to rank j; block i of
+        recvbuf comes from rank i."""
+        s, r = self._a2a_args(sendbuf, recvbuf, dtype)
+        _check(_lib.weft_alltoall(s.ptr, r.ptr, s.count // self.size, s.dtype, self._h),
+               "weft_alltoall")
+        return recvbuf
+
+    def ialltoall(self, sendbuf, recvbuf, dtype=None):
+        s, r = self._a2a_args(sendbuf, recvbuf, dtype)
+        return self._req(_lib.weft_ialltoall, (s.ptr, r.ptr, s.count // self.size, s.dtype,
+                                               self._h), (s, r), recvbuf, "weft_ialltoall")
+
+    # ---- gather / scatter --------------------------------------------------
+    def _gather_args(self, sendbuf, recvbuf, root, dtype):
+        root = self._root(root)
+        if self.rank == root:
+            if recvbuf is None:
+                raise WeftError(ERR_INVALID_ARG, "gather: recvbuf is needed at the root")
+            r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+            if r.count % self.size:
+                raise WeftError(ERR_INVALID_ARG, "recvbuf holds %d elements, not a multiple "
+                                "of the %d ranks" % (r.count, self.size))
+            n = r.count // self.size
+            if sendbuf is IN_PLACE:
+                return _INPL, r.ptr, n, r.dtype, root, (r,)
+            s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+            _same(s, r, "gather")
+            _count(s, n, "sendbuf")
+            return s.ptr, r.ptr, n, s.dtype, root, (s, r)
+        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        return s.ptr, None, s.count, s.dtype, root, (s,)
+
+    def gather(self, sendbuf, recvbuf=None, root=0, dtype=None):
+        """The root's recvbuf (size * n) gets every rank's sendbuf (n)."""
+        a = self._gather_args(sendbuf, recvbuf, root, dtype)
+        _check(_lib.weft_gather(*a[:5], self._h), "weft_gather")
+        return recvbuf
+
+    def igather(self, sendbuf, recvbuf=None, root=0, dtype=None):
+        a = self._gather_args(sendbuf, recvbuf, root, dtype)
+        return self._req(_lib.weft_igather, a[:5] + (self._h,), a[5], recvbuf, "weft_igather")
+
+    def _scatter_args(self, sendbuf, recvbuf, root, dtype):
+        root = self._root(root)
+        if self.rank == root:
+            s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+            if s.count % self.size:
+                raise WeftError(ERR_INVALID_ARG, "sendbuf holds %d elements, not a multiple "
+                                "of the %d ranks" % (s.count, self.size))
+            n = s.count // self.size
+            if recvbuf is IN_PLACE:
+                return s.ptr, _INPL, n, s.dtype, root, (s,)
+            r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+            _same(s, r, "scatter")
+            _count(r, n, "recvbuf")
+            return s.ptr, r.ptr, n, s.dtype, root, (s, r)
+        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        return None, r.ptr, r.count, r.dtype, root, (r,)
+
+    def scatter(self, sendbuf, recvbuf, root=0, dtype=None):
+        """Block i of the root's sendbuf (size * n) into rank i's recvbuf (n)."""
+        a = self._scatter_args(sendbuf, recvbuf, root, dtype)
+        _check(_lib.weft_scatter(*a[:5], self._h), "weft_scatter")
+        return recvbuf
+
+    def iscatter(self, sendbuf, recvbuf, root=0, dtype=None):
+        a = self._scatter_args(sendbuf, recvbuf, root, dtype)
+        return self._req(_lib.weft_iscatter, a[:5] + (self._h,), a[5], recvbuf, "weft_iscatter")
+
+    # ---- barrier -------------------------------------------------------------
+    def barrier(self):
+        _check(_lib.weft_barrier(self._h), "weft_barrier")
+
+    def ibarrier(self):
+        return self._req(_lib.weft_ibarrier, (self._h,), None, None, "weft_ibarrier")
+
+    # ---- point to point ------------------------------------------------------
+    def _peer(self, peer, what):
+        peer = int(peer)
+        if not 0 <= peer < self.size:
+            raise WeftError(ERR_INVALID_ARG, "%s %d outside 0..%d" % (what, peer, self.size - 1))
+        return peer
+
+    def send(self, buf, dest, tag=0, dtype=None):
+        b = _resolve(buf, "buffer", False, dtype, self._dev)
+        _check(_lib.weft_send(b.ptr, b.count, b.dtype, self._peer(dest, "dest"), int(tag),
+                              self._h), "weft_send")
+
+    def isend(self, buf, dest, tag=0, dtype=None):
+        b = _resolve(buf, "buffer", False, dtype, self._dev)
+        return self._req(_lib.weft_isend, (b.ptr, b.count, b.dtype, self._peer(dest, "dest"),
+                                           int(tag), self._h), (b,), None, "weft_isend")
+
+    def recv(self, buf, source, tag=0, dtype=None):
+        b = _resolve(buf, "buffer", True, dtype, self._dev)
+        _check(_lib.weft_recv(b.ptr, b.count, b.dtype, self._peer(source, "source"), int(tag),
+                              self._h), "weft_recv")
+        return buf
+
+    def irecv(self, buf, source, tag=0, dtype=None):
+        b = _resolve(buf, "buffer", True, dtype, self._dev)
+        return self._req(_lib.weft_irecv, (b.ptr, b.count, b.dtype,
+                                           self._peer(source, "source"), int(tag), self._h),
+                         (b,), buf, "weft_irecv")
+
+    def sendrecv(self, sendbuf, dest, recvbuf, source, sendtag=0, recvtag=0, dtype=None):
+        """Send sendbuf to dest and receive recvbuf from source at once."""
+        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        _same(s, r, "sendrecv")
+        _check(_lib.weft_sendrecv(s.ptr, s.count, self._peer(dest, "dest"), int(sendtag),
+                                  r.ptr, r.count, self._peer(source, "source"), int(recvtag),
+                                  s.dtype, self._h), "weft_sendrecv")
+        return recvbuf
+
+
+def datatype_of(array):
+    """The Weft datatype Weft would use for array (an int; see weft.FLOAT32 ...)."""
+    return _resolve(array, "array", False, None, True).dtype
+
+
+def datatype_name(dtype):
+    return _dtypes.name(dtype)
+
+
+__all__ = ["init", "finalize", "initialized", "version", "library_path", "Comm", "Request",
+           "waitall", "WeftError", "IN_PLACE", "UNDEFINED", "datatype_of", "datatype_name",
+           "INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "BFLOAT16",
+           "FLOAT32", "FLOAT64", "SUM", "PROD", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR",
+           "COMPLETION_MODE"]

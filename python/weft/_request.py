@@ -1,0 +1,225 @@
+"""weft.Request and completion callbacks (weft_request_on_complete).
+
+A Request owns a weft_request_t and the arrays Weft reads or writes until
+the operation completes. It is released (weft_wait/weft_test) exactly once,
+under its own lock, by whichever comes first: wait(), a test() that finds it
+done, weft.waitall, or the completion path after the callbacks ran.
+
+Completion callbacks (Request.add_done_callback) are run by Weft's C
+callback, which fires once per request on the thread that completes the
+operation (usually Weft's engine thread). Two ways to get from there to
+Python, chosen by WEFT_PY_COMPLETION (read at import):
+
+  thread   (default) the C callback only writes (token, status) to a pipe and
+           returns; one daemon thread reads the pipe and runs the Python
+           callbacks. Weft's engine holds the GIL only for that write.
+  inline   the C callback runs the Python callbacks itself, on the engine
+           thread, holding the GIL for as long as they take.
+
+Both take the GIL on the engine thread (every ctypes callback does); see
+doc/python.md for the measurement that chose the default. After the Python
+callbacks ran, the request is released with weft_test (the ABI allows it on
+a complete request) unless a waiter holds its lock, who then releases it:
+the lock is only ever tried, never waited for, on the completing thread.
+"""
+
+import ctypes
+import os
+import struct
+import sys
+import threading
+
+from . import _lib
+from ._errors import WeftError, check, ERR_INVALID_REQUEST
+
+_MODE = os.environ.get("WEFT_PY_COMPLETION", "thread")
+if _MODE not in ("thread", "inline"):
+    raise ImportError("weft: WEFT_PY_COMPLETION=%r: expected thread or inline" % _MODE)
+
+_REC = struct.Struct("=qi")  # token, status: 12 bytes, far below PIPE_BUF (atomic writes)
+
+
+class Request:
+    """A nonblocking operation in flight. wait() blocks until it completes
+    (raising WeftError if it failed), test() says whether it has, and
+    add_done_callback(fn) has fn(status) called once when it completes."""
+
+    __slots__ = ("_h", "_keep", "_lock", "_status", "_result", "__weakref__")
+
+    def __init__(self, handle, keep, result=None):
+        self._h = _lib.c_request(handle)
+        self._keep = keep          # arrays Weft uses until completion
+        self._lock = threading.Lock()
+        self._status = None        # the operation's status once released
+        self._result = result      # what wait() returns (the output array)
+
+    @property
+    def handle(self):
+        """The weft_request_t (0 once released)."""
+        return self._h.value
+
+    def wait(self):
+        """Block (GIL released) until the operation completes; return its
+        output array (None for send, barrier). Raises WeftError on failure."""
+        with self._lock:
+            if self._status is None:
+                st = _lib.weft_wait(ctypes.byref(self._h))
+                self._status = st
+                self._keep = None
+        check(self._status, "operation of this request")
+        return self._result
+
+    def test(self):
+        """True (and the request released) when the operation has completed;
+        never blocks. Raises WeftError if it failed."""
+        if not self._lock.acquire(blocking=False):
+            return False  # another thread is waiting on it
+        try:
+            if self._status is None:
+                done = ctypes.c_int(0)
+                st = _lib.weft_test(ctypes.byref(self._h), ctypes.byref(done))
+                if not done.value and st == 0:
+                    return False
+                self._status = st
+                self._keep = None
+        finally:
+            self._lock.release()
+        check(self._status, "operation of this request")
+        return True
+
+    def _release_done(self):
+        # The operation is known complete (its callback fired): release it
+        # unless a waiter holds the lock, who releases it itself.
+        if self._status is not None or not self._lock.acquire(blocking=False):
+            return
+        try:
+            if self._status is None:
+                done = ctypes.c_int(0)
+                st = _lib.weft_test(ctypes.byref(self._h), ctypes.byref(done))
+                if done.value or st != 0:
+                    self._status = st
+                    self._keep = None
+        finally:
+            self._lock.release()
+
+    def add_done_callback(self, fn):
+        """Have fn(status) called once when the operation completes (status
+        0 or a negative weft_status_t), on the completion thread (see
+        WEFT_PY_COMPLETION) or at once if it has completed. fn must not
+        block on Weft. One callback per request."""
+        if self._status is not None:
+            fn(self._status)
+            return
+        _dispatcher.register(self, fn)
+
+
+def waitall(requests):
+    """Wait for every request (weft_waitall); raise the first error met."""
+    reqs = [r for r in requests if r is not None]
+    held = []
+    try:
+        for r in reqs:
+            r._lock.acquire()
+            held.append(r)
+        live = [r for r in reqs if r._status is None]
+        if live:
+            arr = (_lib.c_request * len(live))(*[r._h.value for r in live])
+            st = _lib.weft_waitall(len(live), arr)
+            for r in live:
+                r._h.value = 0
+                r._status = 0
+                r._keep = None
+            # weft_waitall reports the first error only: every request of a
+            # failed waitall carries it.
+            if st != 0:
+                for r in live:
+                    r._status = st
+    finally:
+        for r in held:
+            r._lock.release()
+    for r in reqs:
+        check(r._status, "weft_waitall")
+    return [r._result for r in reqs]
+
+
+class _Dispatcher:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pending = {}          # token -> (request, fn)
+        self._next = 1
+        self._cfunc = _lib.CALLBACK(self._c_callback)
+        self._rfd = self._wfd = None
+        self._thread = None
+        self._pid = None
+
+    def _start_thread(self):
+        # After fork (or at first use) the reader thread must be ours.
+        self._rfd, self._wfd = os.pipe()
+        self._pid = os.getpid()
+        self._thread = threading.Thread(target=self._run, name="weft-completion", daemon=True)
+        self._thread.start()
+
+    def register(self, req, fn):
+        if _MODE == "thread" and self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    self._start_thread()
+        with self._lock:
+            token = self._next
+            self._next += 1
+            self._pending[token] = (req, fn)
+        st = _lib.weft_request_on_complete(req._h.value, self._cfunc, token)
+        if st != 0:
+            with self._lock:
+                entry = self._pending.pop(token, None)
+            if entry is None:
+                return  # cannot happen: the callback fires only on success
+            if st == ERR_INVALID_REQUEST and req._status is not None:
+                fn(req._status)  # released meanwhile by a waiter
+                return
+            raise WeftError(st, "weft_request_on_complete")
+
+    def _c_callback(self, arg, status):
+        # On Weft's completing thread, with the GIL (ctypes took it).
+        try:
+            if _MODE == "thread":
+                os.write(self._wfd, _REC.pack(arg or 0, status))
+            else:
+                self._fire(arg or 0, status)
+        except BaseException:  # never let an exception into the C caller
+            sys.excepthook(*sys.exc_info())
+
+    def _fire(self, token, status):
+        with self._lock:
+            entry = self._pending.pop(token, None)
+        if entry is None:
+            return
+        req, fn = entry
+        try:
+            fn(status)
+        finally:
+            # Never blocks: a waiter holding the request's lock releases it.
+            req._release_done()
+
+    def _run(self):
+        buf = b""
+        while True:
+            try:
+                chunk = os.read(self._rfd, 4096 * _REC.size)
+            except OSError:
+                return
+            if not chunk:
+                return
+            buf += chunk
+            n = len(buf) // _REC.size
+            for i in range(n):
+                token, status = _REC.unpack_from(buf, i * _REC.size)
+                try:
+                    self._fire(token, status)
+                except BaseException:
+                    sys.excepthook(*sys.exc_info())
+            buf = buf[n * _REC.size:]
+
+
+_dispatcher = _Dispatcher()
+MODE = _MODE

@@ -1,0 +1,552 @@
+"""weft.torch: a torch.distributed backend named "weft", and a DDP comm hook.
+
+    import torch.distributed as dist
+    import weft.torch                      # registers the backend
+    dist.init_process_group("weft")        # under: mpiexec -n N python train.py
+    model = torch.nn.parallel.DistributedDataParallel(model)
+
+Launching: the job is started by an MPI launcher (mpiexec); Weft's world is
+MPI's. When RANK/WORLD_SIZE are not in the environment (mpiexec does not set
+them) and an MPI launcher is detected, importing this module initialises
+Weft and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
+(a free port chosen by rank 0 and broadcast by Weft), so that the unmodified
+`init_process_group("weft")` and any gloo group beside it find their store.
+
+What the backend serves (CPU tensors; CUDA tensors through a communicator
+bound to the tensor's current CUDA stream where Weft has CUDA): allreduce
+(sum, avg, min, max, product, band, bor, bxor), broadcast, reduce,
+allgather (list and into-tensor), reduce_scatter (list and tensor),
+alltoall (list and single, even and uneven splits), gather, scatter,
+barrier, send, recv, allreduce_coalesced. Groups: the world and
+new_group(ranks) over every rank; a proper subset raises WeftError
+WEFT_ERR_UNSUPPORTED (use gloo for it).
+
+Every collective is issued nonblocking; it returns a Work whose future is
+completed by Weft's completion callback (see weft._request), so DDP chains
+its bucket work on it while backward goes on. Work.wait() waits in Weft
+(GIL released) without going through the future.
+
+allreduce_hook is a DDP comm hook that allreduces buckets through Weft in a
+job whose default backend is another one (gloo).
+"""
+
+import os
+import socket
+import struct
+import threading
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import Backend as _C10dBackend, Work as _C10dWork
+
+import weft
+from weft import WeftError
+from weft._errors import ERR_UNSUPPORTED, ERR_INVALID_ARG, ERR_OP, ERR_DATATYPE
+
+BACKEND_NAME = "weft"
+
+# keyed by the value of ReduceOp.RedOpType (opts.reduceOp.op.value: hashing
+# the pybind enum itself costs a microsecond more)
+_RED_OPS = {
+    dist.ReduceOp.SUM.value: weft.SUM, dist.ReduceOp.AVG.value: weft.AVG,
+    dist.ReduceOp.PRODUCT.value: weft.PROD, dist.ReduceOp.MIN.value: weft.MIN,
+    dist.ReduceOp.MAX.value: weft.MAX, dist.ReduceOp.BAND.value: weft.BAND,
+    dist.ReduceOp.BOR.value: weft.BOR, dist.ReduceOp.BXOR.value: weft.BXOR,
+}
+_world = None  # the Weft world communicator shared by this module
+
+
+def world_comm():
+    """The Weft communicator over every process, created at first use
+    (collective: every rank's first call must come in the same order)."""
+    global _world
+    if _world is None:
+        weft.init()
+        _world = weft.Comm.world()
+    return _world
+
+
+def _launched_by_mpi():
+    return any(k in os.environ for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK",
+                                          "PMIX_RANK", "MPI_LOCALRANKID"))
+
+
+def setup_env():
+    """Set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT from Weft's
+    world (those already set are kept). Collective over every process."""
+    comm = world_comm()
+    host = socket.gethostname()
+    port = 0
+    if comm.rank == 0:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.bind(("", 0))
+        port = s.getsockname()[1]
+        s.close()
+    msg = bytearray(struct.pack("=i256s", port, host.encode()[:255]))
+    comm.bcast(msg, root=0)
+    port, root_host = struct.unpack("=i256s", bytes(msg))
+    root_host = root_host.rstrip(b"\0").decode()
+    local = os.environ.get("MPI_LOCALRANKID", os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK", "0"))
+    env = {"RANK": str(comm.rank), "WORLD_SIZE": str(comm.size), "LOCAL_RANK": local,
+           "MASTER_ADDR": "127.0.0.1" if root_host == host else root_host,
+           "MASTER_PORT": str(port)}
+    for k, v in env.items():
+        os.environ.setdefault(k, v)
+
+
+def _op(opts_op):
+    try:
+        return _RED_OPS[opts_op.op.value]
+    except (KeyError, TypeError, AttributeError):
+        raise WeftError(ERR_OP, "reduce op %s is not served by the weft backend" % (opts_op,)) \
+            from None
+
+
+class _Work(_C10dWork):
+    """Collectives in flight (Weft requests). wait() waits in Weft (GIL
+    released). get_future() returns a torch Future completed by Weft's
+    completion callback once every request is done and `after` (a copy-out)
+    has run; the callback is registered at the first get_future(), so a
+    blocking collective (which only waits) costs no callback at all."""
+
+    def __init__(self, reqs, result, after=None):
+        super().__init__()
+        self._reqs = reqs
+        self._result = result
+        self._after = after
+        self._fut = None
+        self._err = None
+        self._left = 0
+        # guards the copy-out and the count; only Works with either need it
+        self._lock = threading.Lock() if after is not None else None
+
+    def _run_after(self):
+        # The copy-out runs once; a second caller returns only after it ran.
+        with self._lock:
+            after, self._after = self._after, None
+            if after is not None:
+                after()
+
+    def wait(self, timeout=None):
+        for r in self._reqs:
+            r.wait()
+        if self._after is not None:
+            self._run_after()
+        return True
+
+    def get_future(self):
+        if self._fut is None:
+            if self._lock is None:
+                self._lock = threading.Lock()
+            self._fut = torch.futures.Future()
+            # Requests already done (test() never blocks) complete the future
+            # here, without a trip through the completion thread.
+            live = [r for r in self._reqs if r._status is None and not _done_now(r)]
+            self._left = len(live) + 1
+            for r in live:
+                r.add_done_callback(self._on_done)
+            self._on_done(0)  # the registration itself: nothing left to add
+        return self._fut
+
+    def _on_done(self, status):
+        # On the completion thread (or the engine thread), and once on the
+        # thread that registered: the count is taken under the lock.
+        with self._lock:
+            if status != 0 and self._err is None:
+                self._err = WeftError(status, "weft backend collective")
+            self._left -= 1
+            if self._left:
+                return
+        if self._err is None:
+            for r in self._reqs:
+                if r._status is not None and r._status != 0:
+                    self._err = WeftError(r._status, "weft backend collective")
+        if self._err is None:
+            try:
+                self._run_after()
+            except Exception as e:  # noqa: BLE001 - reported through the future
+                self._err = e
+        if self._err is not None:
+            self._fut.set_exception(self._err)
+        else:
+            self._fut.set_result(self._result)
+
+    def is_completed(self):
+        if self._fut is not None:
+            return self._fut.done()
+        return all(r.test() for r in self._reqs)
+
+    def is_success(self):
+        return self.is_completed() and self.exception() is None
+
+    def exception(self):
+        if self._fut is not None and self._fut.done():
+            try:
+                self._fut.value()
+            except Exception as e:  # the future's exception
+                return e
+        return None
+
+    def result(self):
+        return self._result
+
+    def synchronize(self):
+        self.wait()
+
+
+def _done_now(req):
+    try:
+        return req.test()
+    except WeftError:
+        return True  # failed: its status is on the request, _on_done reports it
+
+
+def _done_work(result):
+    return _Work([], result)
+
+
+def _work(reqs, result, after=None):
+    return _Work(reqs, result, after)
+
+
+class WeftBackend(_C10dBackend):
+    """The torch.distributed backend over a Weft communicator."""
+
+    def __init__(self, rank, size, comm):
+        super().__init__(rank, size)
+        self._comm = comm
+        self._cuda_comms = {}  # CUDA stream pointer -> Weft communicator bound to it
+
+    def getBackendName(self):
+        return BACKEND_NAME
+
+    def name(self):
+        return BACKEND_NAME
+
+    @property
+    def comm(self):
+        """The Weft communicator of this group (host memory)."""
+        return self._comm
+
+    # ---- where a tensor goes ---------------------------------------------
+    def _comm_for(self, tensors):
+        if len(tensors) == 1 and tensors[0].is_cpu:  # the common case, cheaply
+            return self._comm, False
+        dev = tensors[0].device.type
+        for t in tensors:
+            if t.device.type != dev:
+                raise WeftError(ERR_INVALID_ARG, "tensors on %s and %s in one call" %
+                                (dev, t.device.type))
+        if dev == "cpu":
+            return self._comm, False
+        if dev == "cuda":
+            return self._cuda_comm(tensors[0]), True
+        raise WeftError(ERR_UNSUPPORTED, "the weft backend takes cpu and cuda tensors, not %s"
+                        % dev)
+
+    def _cuda_comm(self, t):
+        from weft import _lib
+        if not _lib.weft_cuda_available():
+            raise WeftError(ERR_UNSUPPORTED, "CUDA tensor, but this libweft has no usable CUDA")
+        stream = torch.cuda.current_stream(t.device)
+        key = stream.cuda_stream
+        c = self._cuda_comms.get(key)
+        if c is None:
+            # Collective: every rank issues its first CUDA collective on a
+            # stream in the same order, as NCCL requires too.
+            import ctypes
+            ws = ctypes.c_void_p()
+            weft._check(_lib.weft_stream_wrap_cuda(key, ctypes.byref(ws)), "weft_stream_wrap_cuda")
+            c = weft.Comm.world(stream=ws.value)
+            c._dev = True
+            self._cuda_comms[key] = c
+        return c
+
+    def _cuda_done(self, result):
+        # A stream-bound collective is ordered on the tensor's current stream,
+        # where later work waits for it (as NCCL's): the Work is complete for
+        # the host as soon as it is enqueued.
+        return _done_work(result)
+
+    # ---- collectives ---------------------------------------------------------
+    def allreduce(self, tensors, opts=None):
+        op = _op(opts.reduceOp) if opts is not None else weft.SUM
+        comm, dev = self._comm_for(tensors)
+        if dev:
+            for t in tensors:
+                comm.allreduce(t, op=op)
+            return self._cuda_done(tensors)
+        if len(tensors) == 1:
+            return _Work([comm.iallreduce(tensors[0], None, op)], tensors)
+        return _work([comm.iallreduce(t, op=op) for t in tensors], tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        op = _op(opts.reduceOp) if opts is not None else weft.SUM
+        if len({t.dtype for t in tensors}) > 1:
+            raise WeftError(ERR_DATATYPE, "allreduce_coalesced: tensors of several dtypes")
+        comm, dev = self._comm_for(tensors)
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        if dev:
+            comm.allreduce(flat, op=op)
+            self._unflatten(flat, tensors)
+            return self._cuda_done(tensors)
+        return _work([comm.iallreduce(flat, op=op)], tensors,
+                     after=lambda: self._unflatten(flat, tensors))
+
+    @staticmethod
+    def _unflatten(flat, tensors):
+        off = 0
+        for t in tensors:
+            n = t.numel()
+            t.copy_(flat[off:off + n].view_as(t))
+            off += n
+
+    def broadcast(self, tensors, opts):
+        root = opts.rootRank
+        comm, dev = self._comm_for(tensors)
+        if dev:
+            for t in tensors:
+                comm.bcast(t, root=root)
+            return self._cuda_done(tensors)
+        return _work([comm.ibcast(t, root=root) for t in tensors], tensors)
+
+    def reduce(self, tensors, opts):
+        op = _op(opts.reduceOp)
+        root = opts.rootRank
+        comm, dev = self._comm_for(tensors)
+        if dev:
+            for t in tensors:
+                comm.reduce(weft.IN_PLACE if comm.rank == root else t,
+                            t if comm.rank == root else None, op=op, root=root)
+            return self._cuda_done(tensors)
+        reqs = [comm.ireduce(weft.IN_PLACE if comm.rank == root else t,
+                             t if comm.rank == root else None, op=op, root=root)
+                for t in tensors]
+        return _work(reqs, tensors)
+
+    def allgather(self, output_lists, inputs, opts=None):
+        # output_lists[i]: size tensors shaped like inputs[i]
+        comm, dev = self._comm_for(inputs)
+        reqs, flats, copies = [], [], []
+        for outs, inp in zip(output_lists, inputs):
+            if len(outs) != comm.size:
+                raise WeftError(ERR_INVALID_ARG, "allgather: %d output tensors for %d ranks"
+                                % (len(outs), comm.size))
+            flat = torch.empty((comm.size,) + tuple(inp.shape), dtype=inp.dtype,
+                               device=inp.device)
+            flats.append(flat)
+            copies.append((flat, outs))
+            if dev:
+                comm.allgather(inp.contiguous(), flat)
+            else:
+                reqs.append(comm.iallgather(inp.contiguous(), flat))
+
+        def copy_out():
+            for flat, outs in copies:
+                for i, o in enumerate(outs):
+                    o.copy_(flat[i])
+        if dev:
+            copy_out()
+            return self._cuda_done(output_lists)
+        return _work(reqs, output_lists, after=copy_out)
+
+    def all_gather_single(self, output, inp, opts=None):
+        comm, dev = self._comm_for([output, inp])
+        if dev:
+            comm.allgather(inp, output)
+            return self._cuda_done([output])
+        return _work([comm.iallgather(inp, output)], [output])
+
+    _allgather_base = all_gather_single
+
+    def reduce_scatter(self, outputs, input_lists, opts=None):
+        op = _op(opts.reduceOp) if opts is not None else weft.SUM
+        comm, dev = self._comm_for(outputs)
+        reqs, keep = [], []
+        for out, ins in zip(outputs, input_lists):
+            if len(ins) != comm.size:
+                raise WeftError(ERR_INVALID_ARG, "reduce_scatter: %d input tensors for %d "
+                                "ranks" % (len(ins), comm.size))
+            flat = torch.cat([t.reshape(-1) for t in ins])
+            keep.append(flat)
+            if dev:
+                comm.reduce_scatter(flat, out, op=op)
+            else:
+                reqs.append(comm.ireduce_scatter(flat, out, op=op))
+        if dev:
+            return self._cuda_done(outputs)
+        return _work(reqs, outputs)
+
+    def reduce_scatter_single(self, output, inp, opts=None):
+        op = _op(opts.reduceOp) if opts is not None else weft.SUM
+        comm, dev = self._comm_for([output, inp])
+        if dev:
+            comm.reduce_scatter(inp, output, op=op)
+            return self._cuda_done([output])
+        return _work([comm.ireduce_scatter(inp, output, op=op)], [output])
+
+    _reduce_scatter_base = reduce_scatter_single
+
+    def alltoall(self, outputs, inputs, opts=None):
+        comm, dev = self._comm_for(outputs + inputs)
+        if len(outputs) != comm.size or len(inputs) != comm.size:
+            raise WeftError(ERR_INVALID_ARG, "alltoall: %d/%d tensors for %d ranks" %
+                            (len(outputs), len(inputs), comm.size))
+        shapes = {tuple(t.shape) for t in outputs + inputs}
+        if len(shapes) == 1 and not dev:
+            send = torch.cat([t.reshape(-1) for t in inputs])
+            recv = torch.empty_like(send)
+
+            def copy_out():
+                self._unflatten(recv, outputs)
+            return _work([comm.ialltoall(send, recv)], outputs, after=copy_out)
+        if dev:
+            raise WeftError(ERR_UNSUPPORTED, "alltoall of CUDA tensors of several shapes")
+        return self._pairwise(comm, [t.contiguous() for t in inputs], outputs, outputs)
+
+    def _pairwise(self, comm, sends, recvs, result):
+        # Uneven exchange: one isend and one irecv per peer through Weft's
+        # point to point (tag 0x5eed; ordered with the collectives).
+        reqs = []
+        tmp = [r if r.is_contiguous() else torch.empty_like(r) for r in recvs]
+        for p in range(comm.size):
+            if tmp[p].numel():
+                reqs.append(comm.irecv(tmp[p], p, tag=0x5eed))
+        for p in range(comm.size):
+            if sends[p].numel():
+                reqs.append(comm.isend(sends[p], p, tag=0x5eed))
+
+        def copy_out():
+            for r, t in zip(recvs, tmp):
+                if r is not t:
+                    r.copy_(t)
+        if not reqs:
+            return _done_work(result)
+        return _work(reqs, result, after=copy_out)
+
+    def all_to_all_single(self, output, inp, output_splits, input_splits, opts=None):
+        comm, dev = self._comm_for([output, inp])
+        if not output_splits and not input_splits:
+            if dev:
+                comm.alltoall(inp, output)
+                return self._cuda_done([output])
+            return _work([comm.ialltoall(inp, output)], [output])
+        if dev:
+            raise WeftError(ERR_UNSUPPORTED, "all_to_all_single with splits on CUDA tensors")
+        n = comm.size
+        ins = list(inp.split(input_splits if input_splits else inp.shape[0] // n))
+        outs = list(output.split(output_splits if output_splits else output.shape[0] // n))
+        return self._pairwise(comm, [t.contiguous() for t in ins], outs, [output])
+
+    alltoall_base = all_to_all_single
+
+    def gather(self, output_lists, inputs, opts):
+        comm, dev = self._comm_for(inputs)
+        root = opts.rootRank
+        if dev:
+            raise WeftError(ERR_UNSUPPORTED, "gather of CUDA tensors")
+        inp = inputs[0].contiguous()
+        if comm.rank == root:
+            flat = torch.empty((comm.size,) + tuple(inp.shape), dtype=inp.dtype)
+
+            def copy_out():
+                for i, o in enumerate(output_lists[0]):
+                    o.copy_(flat[i])
+            return _work([comm.igather(inp, flat, root=root)], output_lists, after=copy_out)
+        return _work([comm.igather(inp, None, root=root)], output_lists)
+
+    def scatter(self, outputs, input_lists, opts):
+        comm, dev = self._comm_for(outputs)
+        root = opts.rootRank
+        if dev:
+            raise WeftError(ERR_UNSUPPORTED, "scatter of CUDA tensors")
+        out = outputs[0]
+        tmp = out if out.is_contiguous() else torch.empty_like(out)
+        send = None
+        if comm.rank == root:
+            send = torch.cat([t.reshape(-1) for t in input_lists[0]])
+        after = (lambda: out.copy_(tmp)) if tmp is not out else None
+        return _work([comm.iscatter(send, tmp, root=root)], outputs, after=after)
+
+    def barrier(self, opts=None):
+        return _work([self._comm.ibarrier()], None)
+
+    def send(self, tensors, dst, tag):
+        comm, dev = self._comm_for(tensors)
+        if dev:
+            raise WeftError(ERR_UNSUPPORTED, "send of CUDA tensors")
+        return _work([comm.isend(t, dst, tag=tag) for t in tensors], tensors)
+
+    def recv(self, tensors, src, tag):
+        comm, dev = self._comm_for(tensors)
+        if dev:
+            raise WeftError(ERR_UNSUPPORTED, "recv of CUDA tensors")
+        return _work([comm.irecv(t, src, tag=tag) for t in tensors], tensors)
+
+    def recv_anysource(self, tensors, tag):
+        raise WeftError(ERR_UNSUPPORTED, "recv from any source is not served by Weft")
+
+
+def _create(dist_opts, backend_opts):
+    """The creator given to register_backend (extended API)."""
+    rank = dist_opts.group_rank
+    size = dist_opts.group_size
+    ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or range(size))
+    world = world_comm()
+    if max(ranks) >= world.size:
+        raise WeftError(ERR_INVALID_ARG, "torch's group has ranks up to %d, Weft's (MPI's) world "
+                        "%d ranks: launch with mpiexec -n N" % (max(ranks), world.size))
+    if sorted(ranks) != list(range(world.size)):
+        raise WeftError(ERR_UNSUPPORTED, "weft backend: a group of %d of the %d ranks; Weft "
+                        "makes groups by splitting the world, which needs every rank: use "
+                        "gloo for this group" % (len(ranks), world.size))
+    if rank != ranks.index(world.rank):
+        raise WeftError(ERR_INVALID_ARG, "torch rank %d is Weft (MPI) rank %d: launch with "
+                        "mpiexec and let weft.torch set RANK" % (rank, world.rank))
+    # A communicator of its own per group (collective over every rank, all
+    # members here): two groups' collectives, which torch lets ranks issue in
+    # different relative orders, never meet on one Weft communicator.
+    if ranks == list(range(world.size)):
+        comm = weft.Comm.world()
+    else:
+        comm = world.split(0, ranks.index(world.rank))
+    return WeftBackend(rank, size, comm)
+
+
+def register():
+    """Register the "weft" backend with torch.distributed (done on import)."""
+    if BACKEND_NAME.upper() in dist.Backend._plugins:
+        return
+    dist.Backend.register_backend(BACKEND_NAME, _create, extended_api=True,
+                                  devices=["cpu", "cuda"])
+
+
+# ---- DDP comm hook ---------------------------------------------------------
+def allreduce_hook(state, bucket):
+    """DDP comm hook: average the bucket's gradients through Weft.
+
+        ddp.register_comm_hook(None, weft.torch.allreduce_hook)
+
+    state: a weft.Comm, or None for the world (created at the first bucket,
+    which every rank reaches in the same order). Works whatever the default
+    backend is (gloo): DDP's other traffic stays on it."""
+    comm = state if isinstance(state, weft.Comm) else world_comm()
+    buf = bucket.buffer()
+    fut = torch.futures.Future()
+    if buf.device.type != "cpu":
+        raise WeftError(ERR_UNSUPPORTED, "allreduce_hook takes CPU buckets")
+    op = weft.AVG if buf.is_floating_point() else weft.SUM
+    req = comm.iallreduce(buf, op=op)
+
+    def on_done(status):
+        if status:
+            fut.set_exception(WeftError(status, "allreduce_hook"))
+        else:
+            fut.set_result(buf)
+    req.add_done_callback(on_done)
+    return fut
+
+
+register()
+if "RANK" not in os.environ and "WORLD_SIZE" not in os.environ and _launched_by_mpi():
+    setup_env()
