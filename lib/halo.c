@@ -280,7 +280,7 @@ static weft_status_t local_info(const weft__comm_t *c, const weft_halo_params_t 
         return WEFT_ERR_HALO_PLAN;
     }
     for (int i = 0; i < p->nlead; i++) in->lead[i] = p->lead[i];
-    int cart = 1, prod = 1;
+    int cart = 1, prod = 1, too_many = 0;
     for (int d = 0; d < p->ndims; d++) {
         cart &= p->grid[d] == 0;
         in->local[d] = p->local[d];
@@ -325,12 +325,15 @@ static weft_status_t local_info(const weft__comm_t *c, const weft_halo_params_t 
         }
         in->grid[d] = p->grid[d];
         in->periodic[d] = p->periodic[d] != 0;
-        prod *= p->grid[d];
+        /* prod stays at most c->size: a product past INT_MAX would wrap
+         * (3 x 3 x 954437177 wraps to 1) and pass the check below */
+        if (p->grid[d] > c->size / prod) too_many = 1;
+        else prod *= p->grid[d];
     }
-    if (prod != c->size) {
-        WEFT__ERROR("halo plan: the grid %dx%dx%d has %d processes, the communicator %d",
+    if (too_many || prod != c->size) {
+        WEFT__ERROR("halo plan: the grid %dx%dx%d has %s%d processes, the communicator %d",
                     in->grid[0], p->ndims > 1 ? in->grid[1] : 1, p->ndims > 2 ? in->grid[2] : 1,
-                    prod, c->size);
+                    too_many ? "more than " : "", too_many ? c->size : prod, c->size);
         return WEFT_ERR_HALO_PLAN;
     }
     for (int d = p->ndims - 1, r = c->rank; d >= 0; d--) {
