@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite from scratch: install dependencies, configure a fresh
-# build directory, build, run every test (unit, multi-rank, Loom).
+# build directory, build, run every test (unit, multi-rank, Loom, sanitizers,
+# fuzzers, the killed rank; doc/testing.md says what and why).
 # Usage: bash scripts/test.sh [BUILD_DIR]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,12 @@ dir=${1:-build-test}
 rm -rf "$dir"
 meson setup "$dir" --buildtype=release
 ninja -C "$dir" -j"$(nproc)"
-# The engine under ThreadSanitizer first, so that meson's summary closes the log.
+# The sanitizer runs and the fuzzers first, so that meson's summary closes
+# the log (doc/testing.md): the engine under ThreadSanitizer, the unit and a
+# selection of multi-rank tests under AddressSanitizer + UBSan, each parser
+# fuzzed for 20 s.
 bash scripts/tsan.sh "$dir-tsan"
+bash scripts/asan.sh "$dir-asan"
+bash scripts/fuzz.sh "$dir-fuzz"
 # Multi-rank tests are marked is_parallel: false; unit tests run two at a time.
 meson test -C "$dir" --print-errorlogs --num-processes 2
