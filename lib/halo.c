@@ -442,7 +442,11 @@ weft_status_t weft_halo_plan_create(weft_comm_t comm, const weft_halo_params_t *
         pl->width_lo[d] = d < pl->ndims ? params->width_lo[d] : 0;
         pl->width_hi[d] = d < pl->ndims ? params->width_hi[d] : 0;
         pl->local[d] = d < pl->ndims ? params->local[d] : 1;
-        pl->layout.ext[d] = pl->local[d] + (size_t)pl->width_lo[d] + (size_t)pl->width_hi[d];
+        /* widths are at most INT_MAX each: the sum cannot wrap (a wrapped
+         * extent of 0 divided below) */
+        size_t widths = (size_t)pl->width_lo[d] + (size_t)pl->width_hi[d];
+        if (pl->local[d] > SIZE_MAX - widths) goto overflow;
+        pl->layout.ext[d] = pl->local[d] + widths;
         if (total > SIZE_MAX / pl->layout.ext[d]) goto overflow;
         total *= pl->layout.ext[d];
     }
