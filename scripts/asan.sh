@@ -19,9 +19,11 @@ export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=23"
 export LSAN_OPTIONS="suppressions=$PWD/tests/sanitizers/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-# One entry per multi-rank program (meson test names, tests/mpi/meson.build);
-# the whole unit, fuzz-replay and errors suites. A new multi-rank program
-# adds one line here.
+# Meson test names: each multi-rank program once (tests/mpi/meson.build),
+# chosen to cover both transports and 2, 3 and 4 ranks; the unit and
+# fuzz-replay suites are added whole below. A new multi-rank program adds
+# its name here. Names absent from this configuration (no UCX, no Loom) are
+# skipped.
 tests=(
   errors-n2-default watchdog-n2
   inflight-n2-default
