@@ -294,7 +294,7 @@ static weft_status_t local_info(const weft__comm_t *c, const weft_halo_params_t 
         if (ext < p->local[d] || ext > SIZE_MAX || (ext != 0 && total > SIZE_MAX / ext)) goto overflow;
         total *= (size_t)ext;
     }
-    int cart = 1, prod = 1;
+    int cart = 1, prod = 1, too_many = 0;
     for (int d = 0; d < p->ndims; d++) {
         cart &= p->grid[d] == 0;
         in->local[d] = p->local[d];
@@ -339,12 +339,15 @@ static weft_status_t local_info(const weft__comm_t *c, const weft_halo_params_t 
         }
         in->grid[d] = p->grid[d];
         in->periodic[d] = p->periodic[d] != 0;
-        prod *= p->grid[d];
+        /* prod stays at most c->size: a product past INT_MAX would wrap
+         * (3 x 3 x 954437177 wraps to 1) and pass the check below */
+        if (p->grid[d] > c->size / prod) too_many = 1;
+        else prod *= p->grid[d];
     }
-    if (prod != c->size) {
-        WEFT__ERROR("halo plan: the grid %dx%dx%d has %d processes, the communicator %d",
+    if (too_many || prod != c->size) {
+        WEFT__ERROR("halo plan: the grid %dx%dx%d has %s%d processes, the communicator %d",
                     in->grid[0], p->ndims > 1 ? in->grid[1] : 1, p->ndims > 2 ? in->grid[2] : 1,
-                    prod, c->size);
+                    too_many ? "more than " : "", too_many ? c->size : prod, c->size);
         return WEFT_ERR_HALO_PLAN;
     }
     for (int d = p->ndims - 1, r = c->rank; d >= 0; d--) {
@@ -354,7 +357,7 @@ static weft_status_t local_info(const weft__comm_t *c, const weft_halo_params_t 
     return WEFT_SUCCESS;
 overflow:
     WEFT__ERROR("halo plan: the buffer size overflows");
-    return WEFT_ERR_HALO_PLAN;
+    return WEFT_ERR_COUNT_OVERFLOW;
 }
 
 /* Every rank, same data: consistent across ranks? (logged by rank 0) */
@@ -486,7 +489,11 @@ weft_status_t weft_halo_plan_create(weft_comm_t comm, const weft_halo_params_t *
         pl->width_lo[d] = d < pl->ndims ? params->width_lo[d] : 0;
         pl->width_hi[d] = d < pl->ndims ? params->width_hi[d] : 0;
         pl->local[d] = d < pl->ndims ? params->local[d] : 1;
-        pl->layout.ext[d] = pl->local[d] + (size_t)pl->width_lo[d] + (size_t)pl->width_hi[d];
+        /* widths are at most INT_MAX each: the sum cannot wrap (a wrapped
+         * extent of 0 divided below) */
+        size_t widths = (size_t)pl->width_lo[d] + (size_t)pl->width_hi[d];
+        if (pl->local[d] > SIZE_MAX - widths) goto overflow;
+        pl->layout.ext[d] = pl->local[d] + widths;
         if (total > SIZE_MAX / pl->layout.ext[d]) goto overflow;
         total *= pl->layout.ext[d];
     }

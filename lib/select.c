@@ -73,6 +73,18 @@ static int parse_size(const char *s, size_t *out)
     return 1;
 }
 
+static size_t longest_word(const char *s)
+{
+    size_t best = 0;
+    while (*s) {
+        s += strspn(s, " \t\n\v\f\r");
+        size_t n = strcspn(s, " \t\n\v\f\r");
+        if (n > best) best = n;
+        s += n;
+    }
+    return best;
+}
+
 /* Parse a tuning file (format in doc/tuning.md). Caller thread (init / tools). */
 weft_status_t weft__tuning_parse(const char *path)
 {
@@ -89,8 +101,22 @@ weft_status_t weft__tuning_parse(const char *path)
     double cv[3] = {0, 0, 0};
     while (fgets(line, sizeof line, f)) {
         lineno++;
+        /* fgets returns a longer line in pieces: the next piece would be
+         * parsed as a line of its own (the end of a comment as a rule).
+         * A 511-character line fills the buffer without its newline. */
+        int c;
+        if (strchr(line, '\n') == NULL && (c = getc(f)) != '\n' && c != EOF) {
+            WEFT__ERROR("%s:%d: line longer than %zu characters", path, lineno, sizeof line - 1);
+            st = WEFT_ERR_TUNING_FILE;
+            break;
+        }
         char *hash = strchr(line, '#');
         if (hash) *hash = '\0';
+        if (longest_word(line) > 127) { /* %127s would cut it in two words */
+            WEFT__ERROR("%s:%d: a word longer than 127 characters", path, lineno);
+            st = WEFT_ERR_TUNING_FILE;
+            break;
+        }
         char w[6][128];
         int n = sscanf(line, "%127s %127s %127s %127s %127s %127s", w[0], w[1], w[2], w[3], w[4], w[5]);
         if (n <= 0) continue;

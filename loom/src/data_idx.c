@@ -39,12 +39,42 @@ static uint32_t be32(const unsigned char *b)
     return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | b[3];
 }
 
+/* The data part: total bytes, read into a buffer that grows with what the
+ * file really holds (doubling from 1 MiB), so that a short file whose header
+ * claims up to IDX_MAX_BYTES is refused as truncated without allocating
+ * them first. */
+static int read_data(gzFile f, size_t total, const char *path, uint8_t **data)
+{
+    size_t cap = total < ((size_t)1 << 20) ? total : ((size_t)1 << 20), have = 0;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return loom_error(LOOM_ERR_NOMEM, "%s: out of memory for %zu bytes", path, cap);
+    for (;;) {
+        int st = read_exact(f, buf + have, cap - have, path, "the data");
+        if (st != LOOM_OK) {
+            free(buf);
+            return st;
+        }
+        have = cap;
+        if (have == total)
+            break;
+        cap = total - cap < cap ? total : 2 * cap;
+        uint8_t *grown = realloc(buf, cap);
+        if (!grown) {
+            free(buf);
+            return loom_error(LOOM_ERR_NOMEM, "%s: out of memory for %zu bytes", path, cap);
+        }
+        buf = grown;
+    }
+    *data = buf;
+    return LOOM_OK;
+}
+
 /* Reads an IDX file of unsigned bytes with ndim dimensions. */
 static int idx_read(const char *path, int ndim, uint32_t *dims, uint8_t **data)
 {
     int st = LOOM_OK;
     unsigned char hdr[4 + 4 * 4];
-    uint8_t *buf = NULL;
     size_t total = 1;
     gzFile f = gzopen(path, "rb");
     if (!f)
@@ -69,15 +99,7 @@ static int idx_read(const char *path, int ndim, uint32_t *dims, uint8_t **data)
             goto out_close;
         }
     }
-    if (!(buf = malloc(total))) {
-        st = loom_error(LOOM_ERR_NOMEM, "%s: out of memory for %zu bytes", path, total);
-        goto out_close;
-    }
-    LOOM_CHECK_GOTO(read_exact(f, buf, total, path, "the data"), st, out_free);
-    *data = buf;
-    buf = NULL;
-out_free:
-    free(buf);
+    LOOM_CHECK_GOTO(read_data(f, total, path, data), st, out_close);
 out_close:
     gzclose(f);
     return st;

@@ -7,6 +7,8 @@
 
 #include "weft_internal.h"
 
+int weft__select_rules(const void **rules); /* lib/select.c, for weft-info */
+
 START_TEST(strerror_never_null)
 {
     for (int s = -300; s <= 300; s++) {
@@ -109,6 +111,24 @@ START_TEST(tuning_file_parse)
     ck_assert_int_eq(weft__tuning_parse(path), WEFT_ERR_TUNING_FILE);
     f = fopen(path, "w");
     fprintf(f, "weft-tuning 1\nrule allreduce 2 100 10 ring\n"); /* empty range */
+    fclose(f);
+    ck_assert_int_eq(weft__tuning_parse(path), WEFT_ERR_TUNING_FILE);
+    /* A line at the 511-character limit is read whole. */
+    f = fopen(path, "w");
+    fprintf(f, "weft-tuning 1\nrule allreduce * 0 inf ring #%*s\n", 511 - 29, "");
+    fclose(f);
+    ck_assert_int_eq(weft__tuning_parse(path), WEFT_SUCCESS);
+    /* A longer line rejects the file: read in 511-character pieces, the rest
+     * of this comment would otherwise be taken for a rule. */
+    f = fopen(path, "w");
+    fprintf(f, "weft-tuning 1\n#%*srule allreduce * 0 inf mpi\n", 510, "");
+    fclose(f);
+    ck_assert_int_eq(weft__tuning_parse(path), WEFT_ERR_TUNING_FILE);
+    const void *rules;
+    ck_assert_int_eq(weft__select_rules(&rules), 0);
+    /* So does a word longer than 127 characters (it was cut in two words). */
+    f = fopen(path, "w");
+    fprintf(f, "weft-tuning 1\nrule allreduce * 0 %0127d1 ring\n", 0);
     fclose(f);
     ck_assert_int_eq(weft__tuning_parse(path), WEFT_ERR_TUNING_FILE);
     unlink(path);
