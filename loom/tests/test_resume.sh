@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_resume.sh MPIEXEC LOOM - checkpoint/restart resumes the exact run.
 #
-# For ResNet-8 on 1 rank, on 2 data-parallel ranks, and the mesh model on 4
+# For ResNet-20 on 1 rank, on 2 data-parallel ranks, and the mesh model on 4
 # ranks (2 sample groups x 2x1 spatial): a run checkpointing every few steps
 # is killed with SIGKILL (LOOM_TEST_KILL_AT=STEP:RANK, the rank kills
 # itself as kill -9 would, while its background writer may be mid-write),
@@ -45,7 +45,7 @@ case_run() {
     if cmp -s "$d/full.w" "$d/pfs.w"; then ok; else bad "$name: level-2 resume differs"; fi
 }
 
-R="--model resnet8 --synthetic --image 12 --batch 4 --limit-train 48 --epochs 3 --interval 100 --threads 1 --nesterov --warmup-epochs 0.5"
+R="--model resnet20 --synthetic --image 12 --batch 4 --limit-train 48 --epochs 3 --interval 100 --threads 1 --nesterov --warmup-epochs 0.5"
 case_run r1 1 13:0 $R --batch 8
 case_run r2 2 11:1 $R --bucket-mb 0.05
 M="--model mesh --mesh-size 16 --train-samples 16 --test-samples 4 --batch 2 --epochs 2 --interval 100 --threads 1"
@@ -108,7 +108,7 @@ refuse() { # WHAT PATTERN RANKS ARGS...
     rc=$?
     if [ $rc -eq 2 ] && grep -q -- "$pat" "$d/o"; then ok; else bad "$what: rc $rc $(tail -3 "$d/o")"; fi
 }
-refuse "other model" "model 'resnet8', this run trains 'resnet14'" 1 $R --batch 8 --model resnet14
+refuse "other model" "model 'resnet20', this run trains 'resnet14'" 1 $R --batch 8 --model resnet14
 refuse "other lr" "checkpoint has lr=0.1, this run lr=0.2" 1 $R --batch 8 --lr 0.2
 refuse "other layout" "written by 1 ranks (data-parallel 1, spatial 1x1); this run has 2" 2 $R --batch 8
 
