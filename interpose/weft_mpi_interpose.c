@@ -624,7 +624,54 @@ typedef struct greq {
     weft_status_t st;   /* the operation's status, written before MPI_Grequest_complete */
     int completed;      /* MPI_Grequest_complete called */
     wmpi_comm_t *e;
+    struct greq *next;  /* live list (WMPI_POLL: MPI_Wait and MPI_Waitall find it there) */
 } greq_t;
+
+#if WMPI_POLL
+/* The requests handed out and not yet freed, so that MPI_Wait/MPI_Waitall can
+ * wait on the Weft request as a waiter (weft_wait: drives progress, the
+ * engine naps meanwhile) before MPICH completes the MPI request. MPICH 4.0's
+ * MPI_Wait never calls greq_wait: it polls greq_poll from its progress loop
+ * and yields between polls, which handed the core to Weft's still-polling
+ * engine for a whole time slice (about 4 ms) - doc/mpi_interposition.md. */
+static pthread_mutex_t greq_lock = PTHREAD_MUTEX_INITIALIZER;
+static greq_t *greq_live;
+static _Atomic int greq_nlive;
+
+static void greq_track(greq_t *g)
+{
+    pthread_mutex_lock(&greq_lock);
+    g->next = greq_live;
+    greq_live = g;
+    atomic_fetch_add_explicit(&greq_nlive, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&greq_lock);
+}
+
+static void greq_untrack(greq_t *g)
+{
+    pthread_mutex_lock(&greq_lock);
+    for (greq_t **p = &greq_live; *p; p = &(*p)->next)
+        if (*p == g) {
+            *p = g->next;
+            atomic_fetch_sub_explicit(&greq_nlive, 1, memory_order_relaxed);
+            break;
+        }
+    pthread_mutex_unlock(&greq_lock);
+}
+
+/* The live, not yet completed request of ours behind r, or NULL. */
+static greq_t *greq_find(MPI_Request r)
+{
+    if (r == MPI_REQUEST_NULL || atomic_load_explicit(&greq_nlive, memory_order_relaxed) == 0)
+        return NULL;
+    greq_t *g;
+    pthread_mutex_lock(&greq_lock);
+    for (g = greq_live; g && (g->mpi != r || g->completed); g = g->next) {
+    }
+    pthread_mutex_unlock(&greq_lock);
+    return g;
+}
+#endif
 
 /* In MPI_Wait/MPI_Test/... on the program's thread, after completion. */
 static int greq_query(void *extra, MPI_Status *status)
@@ -640,6 +687,9 @@ static int greq_query(void *extra, MPI_Status *status)
 
 static int greq_free(void *extra)
 {
+#if WMPI_POLL
+    greq_untrack(extra);
+#endif
     free(extra);
     return MPI_SUCCESS;
 }
@@ -743,10 +793,37 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
                  weft_strerror(st));
         greq_done(g, weft_wait(&g->wr));
     }
+#else
+    greq_track(g);
 #endif
     *request = r;
     return MPI_SUCCESS;
 }
+
+#if WMPI_POLL
+/* MPI_Wait and MPI_Waitall: a request of ours is first waited on in Weft
+ * (weft_wait, as a waiter) and completed; MPICH then finds it complete. Other
+ * requests are MPICH's alone. MPI_Test* keep MPICH's single poll. */
+static void wait_ours(MPI_Request r)
+{
+    greq_t *g = greq_find(r);
+    if (g == NULL) return;
+    int rc = greq_finish(g, weft_wait(&g->wr));
+    if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+}
+
+WMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    if (request != NULL) wait_ours(*request);
+    return PMPI_Wait(request, status);
+}
+
+WMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    for (int i = 0; requests != NULL && i < count; i++) wait_ours(requests[i]);
+    return PMPI_Waitall(count, requests, statuses);
+}
+#endif
 
 /* The Weft side of one call, as its arguments resolved. */
 typedef struct wargs {
