@@ -32,30 +32,6 @@ int loom__model_buffer_info(const loom_model_t *m, int i, const char **name, siz
                             size_t *count);
 int loom__model_num_buffers(const loom_model_t *m);
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 /* Tensor i of the model: name, pointer, count. */
 static int tensor_at(loom_model_t *m, int i, const char **name, float **data, size_t *count)
@@ -89,11 +65,11 @@ int loom_checkpoint_save(loom_model_t *m, const char *path)
     if (!buf)
         return loom_error(LOOM_ERR_NOMEM, "checkpoint: out of memory");
     memcpy(buf, MAGIC, 8);
-    put32(buf + 8, LOOM_CKPT_VERSION);
-    put32(buf + 12, (uint32_t)hb);
+    loom__put32(buf + 8, LOOM_CKPT_VERSION);
+    loom__put32(buf + 12, (uint32_t)hb);
     memcpy(buf + 16, loom_model_name(m), strnlen(loom_model_name(m), 31));
-    put32(buf + 48, (uint32_t)nt);
-    put64(buf + 56, total);
+    loom__put32(buf + 48, (uint32_t)nt);
+    loom__put64(buf + 56, total);
     unsigned char *dp = buf + hb;
     for (int i = 0; i < nt; i++) {
         const char *name = "";
@@ -101,11 +77,11 @@ int loom_checkpoint_save(loom_model_t *m, const char *path)
         size_t count = 0;
         tensor_at(m, i, &name, &data, &count);
         memcpy(buf + FIXED + (size_t)ENTRY * i, name, strnlen(name, 47));
-        put64(buf + FIXED + (size_t)ENTRY * i + 48, count);
+        loom__put64(buf + FIXED + (size_t)ENTRY * i + 48, count);
         memcpy(dp, data, 4 * count); /* little-endian host assumed (x86-64, aarch64) */
         dp += 4 * count;
     }
-    put32(dp, (uint32_t)crc32(0L, buf, (uInt)(bytes - 4)));
+    loom__put32(dp, (uint32_t)crc32(0L, buf, (uInt)(bytes - 4)));
     if (!(f = fopen(path, "wb"))) {
         st = loom_error(LOOM_ERR_IO, "checkpoint: cannot create %s (%s)", path, strerror(errno));
         goto out;
@@ -149,15 +125,15 @@ int loom_checkpoint_load(loom_model_t *m, const char *path)
         st = loom_error(LOOM_ERR_FORMAT, "checkpoint %s: not a Loom checkpoint (bad magic)", path);
         goto out;
     }
-    uint32_t ver = get32(buf + 8);
+    uint32_t ver = loom__get32(buf + 8);
     if (ver != LOOM_CKPT_VERSION) {
         st = loom_error(LOOM_ERR_FORMAT, "checkpoint %s: version %u, this Loom reads version %d",
                         path, ver, LOOM_CKPT_VERSION);
         goto out;
     }
-    uint32_t nt = get32(buf + 48);
-    uint64_t total = get64(buf + 56);
-    size_t hb = get32(buf + 12);
+    uint32_t nt = loom__get32(buf + 48);
+    uint64_t total = loom__get64(buf + 56);
+    size_t hb = loom__get32(buf + 12);
     if (nt > (1u << 20) || hb != header_size((int)nt) || total > ((uint64_t)1 << 34) ||
         (uint64_t)size != hb + 4 * total + 4) {
         st = loom_error(LOOM_ERR_FORMAT, "checkpoint %s: truncated or inconsistent sizes "
@@ -165,7 +141,7 @@ int loom_checkpoint_load(loom_model_t *m, const char *path)
                         (unsigned long long)total);
         goto out;
     }
-    uint32_t want = get32(buf + size - 4), got = (uint32_t)crc32(0L, buf, (uInt)(size - 4));
+    uint32_t want = loom__get32(buf + size - 4), got = (uint32_t)crc32(0L, buf, (uInt)(size - 4));
     if (want != got) {
         st = loom_error(LOOM_ERR_FORMAT, "checkpoint %s: checksum mismatch (stored %08x, computed "
                         "%08x): the file is corrupt", path, want, got);
@@ -191,7 +167,7 @@ int loom_checkpoint_load(loom_model_t *m, const char *path)
         char fname[49] = {0};
         tensor_at(m, i, &tn, &data, &count);
         memcpy(fname, buf + FIXED + (size_t)ENTRY * i, 48);
-        uint64_t fc = get64(buf + FIXED + (size_t)ENTRY * i + 48);
+        uint64_t fc = loom__get64(buf + FIXED + (size_t)ENTRY * i + 48);
         if (strcmp(fname, tn) != 0 || fc != count) {
             st = loom_error(LOOM_ERR_MISMATCH, "checkpoint %s: tensor %d is %s[%llu], model expects "
                             "%s[%zu] (different input channels or class count?)", path, i, fname,

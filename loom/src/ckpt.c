@@ -82,30 +82,6 @@ struct loom_ckpt {
     double caller_s, writer_s;
 };
 
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint32_t get32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
-}
-static uint64_t get64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
 
 /* zlib's crc32 over any length (its length argument is a uInt). */
 static uint32_t crc_of(const unsigned char *p, size_t n)
@@ -331,7 +307,7 @@ static int write_level(loom_ckpt_t *ck, const char *dir, long step, const char *
 static int run_job(loom_ckpt_t *ck, long step, int flush, const char *manifest)
 {
     double t0 = loom_now();
-    put32(ck->snap + ck->snap_bytes - 4, crc_of(ck->snap, ck->snap_bytes - 4));
+    loom__put32(ck->snap + ck->snap_bytes - 4, crc_of(ck->snap, ck->snap_bytes - 4));
     int st = write_level(ck, ck->dir, step, manifest);
     if (st == LOOM_OK && flush)
         st = write_level(ck, ck->flush_dir, step, manifest);
@@ -545,11 +521,11 @@ int loom_ckpt_save(loom_ckpt_t *ck, loom_model_t *m, loom_optim_t *o, const loom
         unsigned char *p = ck->snap;
         memset(p, 0, STATE_HEADER);
         memcpy(p, STATE_MAGIC, 8);
-        put32(p + 8, LOOM_CKPT_STATE_VERSION);
-        put32(p + 12, (uint32_t)ck->d.rank);
-        put64(p + 16, (uint64_t)pos->step);
+        loom__put32(p + 8, LOOM_CKPT_STATE_VERSION);
+        loom__put32(p + 12, (uint32_t)ck->d.rank);
+        loom__put64(p + 16, (uint64_t)pos->step);
         for (int k = 0; k < 4; k++)
-            put64(p + 24 + 8 * k, n[k]);
+            loom__put64(p + 24 + 8 * k, n[k]);
         p += STATE_HEADER;
         for (int k = 0; k < 4; k++) { /* little-endian host assumed, as checkpoint.c */
             if (n[k])
@@ -621,12 +597,12 @@ int loom_ckpt_load_rank_buffer(const unsigned char *buf, size_t bytes, long step
         return loom_error(LOOM_ERR_FORMAT, "truncated (%zu bytes)", bytes);
     if (memcmp(buf, STATE_MAGIC, 8) != 0)
         return loom_error(LOOM_ERR_FORMAT, "not a Loom state file (bad magic)");
-    if (get32(buf + 8) != LOOM_CKPT_STATE_VERSION)
-        return loom_error(LOOM_ERR_FORMAT, "state version %u, this Loom reads %d", get32(buf + 8),
+    if (loom__get32(buf + 8) != LOOM_CKPT_STATE_VERSION)
+        return loom_error(LOOM_ERR_FORMAT, "state version %u, this Loom reads %d", loom__get32(buf + 8),
                           LOOM_CKPT_STATE_VERSION);
     uint64_t f[4], total = 0;
     for (int k = 0; k < 4; k++) {
-        f[k] = get64(buf + 24 + 8 * k);
+        f[k] = loom__get64(buf + 24 + 8 * k);
         if (f[k] > ((uint64_t)1 << 36))
             return loom_error(LOOM_ERR_FORMAT, "implausible size field");
         total += f[k];
@@ -634,13 +610,13 @@ int loom_ckpt_load_rank_buffer(const unsigned char *buf, size_t bytes, long step
     if ((uint64_t)bytes != STATE_HEADER + 4 * total + 4)
         return loom_error(LOOM_ERR_FORMAT, "truncated or inconsistent sizes (%zu bytes for %llu "
                           "floats)", bytes, (unsigned long long)total);
-    uint32_t want = get32(buf + bytes - 4), got = crc_of(buf, bytes - 4);
+    uint32_t want = loom__get32(buf + bytes - 4), got = crc_of(buf, bytes - 4);
     if (want != got)
         return loom_error(LOOM_ERR_FORMAT, "checksum mismatch (stored %08x, computed %08x)", want,
                           got);
-    if ((int)get32(buf + 12) != rank || (int64_t)get64(buf + 16) != (int64_t)step)
+    if ((int)loom__get32(buf + 12) != rank || (int64_t)loom__get64(buf + 16) != (int64_t)step)
         return loom_error(LOOM_ERR_FORMAT, "holds rank %u step %lld, expected rank %d step %ld",
-                          get32(buf + 12), (long long)get64(buf + 16), rank, step);
+                          loom__get32(buf + 12), (long long)loom__get64(buf + 16), rank, step);
     for (int k = 0; k < 4; k++)
         if (f[k] != n[k])
             return loom_error(LOOM_ERR_MISMATCH, "%s: %llu floats, the run has %llu",

@@ -49,4 +49,30 @@ int loom__backward_plain(loom_model_t *m, loom_op_type_t type, const int in[2],
                          const int accum[2], loom_shape_t is, int r, float alpha,
                          const float *y, const float *dy, float *dx, int acc);
 
+/* Little-endian fields of Loom's file formats (checkpoints, saved weights). Any thread. */
+static inline void loom__put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline void loom__put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+static inline uint32_t loom__get32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+static inline uint64_t loom__get64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
 #endif
