@@ -25,9 +25,11 @@
  *    looks at its own type layout: a program that describes one message with
  *    a contiguous datatype on one rank and a non-contiguous one on another
  *    would split between Weft and MPI (WEFT_MPI_CALLS limits what is served).
- *  - Nonblocking calls return generalized requests (MPI_Grequest_start)
- *    that Weft's completion callback (weft_request_on_complete) completes
- *    with MPI_Grequest_complete, so MPI_Wait/Test/Waitall/Testany work.
+ *  - Nonblocking calls return generalized requests, so MPI_Wait/Test/
+ *    Waitall/Testany work: with MPICH (MPIX_Grequest_start) MPI_Test polls
+ *    the Weft request and the interposed MPI_Wait/MPI_Waitall wait on it
+ *    with weft_wait; elsewhere Weft's completion callback completes them
+ *    (weft_request_on_complete + MPI_Grequest_complete).
  *  - A Weft failure is returned as an MPI error code of the matching class
  *    through the communicator's error handler (MPI_Comm_call_errhandler).
  *  - WEFT_MPI_VERBOSE=1: at MPI_Finalize each rank prints, per call site,
@@ -866,30 +868,39 @@ static int allreduce_args(int call, const void *sbuf, void *rbuf, MPI_Count coun
     return why;
 }
 
-WMPI_EXPORT int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
-                              MPI_Comm comm)
-{
-    wargs_t a;
-    int why = allreduce_args(C_ALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
-    NOTE(C_ALLREDUCE, why);
-    if (why != R_WEFT) return PMPI_Allreduce(sbuf, rbuf, count, t, op, comm);
-    weft_status_t st = weft_allreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc);
-    return WMPI_LIKELY(st == WEFT_SUCCESS) ? MPI_SUCCESS : weft_failed(comm, C_ALLREDUCE, st);
+/* Each entry point below is written once, as a macro over its count type
+ * (CT), and defined twice: the classic form (int counts, SFX empty) and
+ * MPI-4's large-count form (MPI_Count counts, SFX _c; mpi4py 4 calls those). */
+#define WMPI_DEF_ALLREDUCE(SFX, CT)                                                                    \
+WMPI_EXPORT int MPI_Allreduce##SFX(const void *sbuf, void *rbuf, CT count, MPI_Datatype t, MPI_Op op,  \
+                              MPI_Comm comm)                                                           \
+{                                                                                                      \
+    wargs_t a;                                                                                         \
+    int why = allreduce_args(C_ALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);                         \
+    NOTE(C_ALLREDUCE, why);                                                                            \
+    if (why != R_WEFT) return PMPI_Allreduce##SFX(sbuf, rbuf, count, t, op, comm);                     \
+    weft_status_t st = weft_allreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc);                              \
+    return WMPI_LIKELY(st == WEFT_SUCCESS) ? MPI_SUCCESS : weft_failed(comm, C_ALLREDUCE, st);         \
 }
+WMPI_DEF_ALLREDUCE(, int)
+WMPI_DEF_ALLREDUCE(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Iallreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
-                               MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = allreduce_args(C_IALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
-    NOTE(C_IALLREDUCE, why);
-    if (why != R_WEFT) return PMPI_Iallreduce(sbuf, rbuf, count, t, op, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IALLREDUCE, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IALLREDUCE, g,
-                    weft_iallreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
+#define WMPI_DEF_IALLREDUCE(SFX, CT)                                                                    \
+WMPI_EXPORT int MPI_Iallreduce##SFX(const void *sbuf, void *rbuf, CT count, MPI_Datatype t, MPI_Op op,  \
+                               MPI_Comm comm, MPI_Request *req)                                         \
+{                                                                                                       \
+    wargs_t a;                                                                                          \
+    int why = allreduce_args(C_IALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);                         \
+    NOTE(C_IALLREDUCE, why);                                                                            \
+    if (why != R_WEFT) return PMPI_Iallreduce##SFX(sbuf, rbuf, count, t, op, comm, req);                \
+    greq_t *g = NULL;                                                                                   \
+    int rc = greq_begin(comm, C_IALLREDUCE, a.e, &g);                                                   \
+    if (rc != MPI_SUCCESS) return rc;                                                                   \
+    return greq_end(comm, C_IALLREDUCE, g,                                                              \
+                    weft_iallreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);                   \
 }
+WMPI_DEF_IALLREDUCE(, int)
+WMPI_DEF_IALLREDUCE(_c, MPI_Count)
 
 /* ---- reduce_scatter_block ---------------------------------------------------------------- */
 static int rsb_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
@@ -906,30 +917,36 @@ static int rsb_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI
     return why;
 }
 
-WMPI_EXPORT int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
-                                         MPI_Op op, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = rsb_args(C_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
-    NOTE(C_REDUCE_SCATTER_BLOCK, why);
-    if (why != R_WEFT) return PMPI_Reduce_scatter_block(sbuf, rbuf, count, t, op, comm);
-    weft_status_t st = weft_reduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE_SCATTER_BLOCK, st);
+#define WMPI_DEF_REDUCE_SCATTER_BLOCK(SFX, CT)                                                         \
+WMPI_EXPORT int MPI_Reduce_scatter_block##SFX(const void *sbuf, void *rbuf, CT count, MPI_Datatype t,  \
+                                         MPI_Op op, MPI_Comm comm)                                     \
+{                                                                                                      \
+    wargs_t a;                                                                                         \
+    int why = rsb_args(C_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);                    \
+    NOTE(C_REDUCE_SCATTER_BLOCK, why);                                                                 \
+    if (why != R_WEFT) return PMPI_Reduce_scatter_block##SFX(sbuf, rbuf, count, t, op, comm);          \
+    weft_status_t st = weft_reduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc);                         \
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE_SCATTER_BLOCK, st);           \
 }
+WMPI_DEF_REDUCE_SCATTER_BLOCK(, int)
+WMPI_DEF_REDUCE_SCATTER_BLOCK(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sbuf, void *rbuf, int count, MPI_Datatype t,
-                                          MPI_Op op, MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = rsb_args(C_IREDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
-    NOTE(C_IREDUCE_SCATTER_BLOCK, why);
-    if (why != R_WEFT) return PMPI_Ireduce_scatter_block(sbuf, rbuf, count, t, op, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IREDUCE_SCATTER_BLOCK, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IREDUCE_SCATTER_BLOCK, g,
-                    weft_ireduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
+#define WMPI_DEF_IREDUCE_SCATTER_BLOCK(SFX, CT)                                                         \
+WMPI_EXPORT int MPI_Ireduce_scatter_block##SFX(const void *sbuf, void *rbuf, CT count, MPI_Datatype t,  \
+                                          MPI_Op op, MPI_Comm comm, MPI_Request *req)                   \
+{                                                                                                       \
+    wargs_t a;                                                                                          \
+    int why = rsb_args(C_IREDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);                    \
+    NOTE(C_IREDUCE_SCATTER_BLOCK, why);                                                                 \
+    if (why != R_WEFT) return PMPI_Ireduce_scatter_block##SFX(sbuf, rbuf, count, t, op, comm, req);     \
+    greq_t *g = NULL;                                                                                   \
+    int rc = greq_begin(comm, C_IREDUCE_SCATTER_BLOCK, a.e, &g);                                        \
+    if (rc != MPI_SUCCESS) return rc;                                                                   \
+    return greq_end(comm, C_IREDUCE_SCATTER_BLOCK, g,                                                   \
+                    weft_ireduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);              \
 }
+WMPI_DEF_IREDUCE_SCATTER_BLOCK(, int)
+WMPI_DEF_IREDUCE_SCATTER_BLOCK(_c, MPI_Count)
 
 /* ---- reduce ------------------------------------------------------------------------------ */
 static int reduce_call_args(int call, const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
@@ -951,30 +968,36 @@ static int reduce_call_args(int call, const void *sbuf, void *rbuf, MPI_Count co
     return why;
 }
 
-WMPI_EXPORT int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
-                           int root, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = reduce_call_args(C_REDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
-    NOTE(C_REDUCE, why);
-    if (why != R_WEFT) return PMPI_Reduce(sbuf, rbuf, count, t, op, root, comm);
-    weft_status_t st = weft_reduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE, st);
+#define WMPI_DEF_REDUCE(SFX, CT)                                                                    \
+WMPI_EXPORT int MPI_Reduce##SFX(const void *sbuf, void *rbuf, CT count, MPI_Datatype t, MPI_Op op,  \
+                           int root, MPI_Comm comm)                                                 \
+{                                                                                                   \
+    wargs_t a;                                                                                      \
+    int why = reduce_call_args(C_REDUCE, sbuf, rbuf, count, t, op, root, comm, &a);                 \
+    NOTE(C_REDUCE, why);                                                                            \
+    if (why != R_WEFT) return PMPI_Reduce##SFX(sbuf, rbuf, count, t, op, root, comm);               \
+    weft_status_t st = weft_reduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc);                        \
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE, st);                      \
 }
+WMPI_DEF_REDUCE(, int)
+WMPI_DEF_REDUCE(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Ireduce(const void *sbuf, void *rbuf, int count, MPI_Datatype t, MPI_Op op,
-                            int root, MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = reduce_call_args(C_IREDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
-    NOTE(C_IREDUCE, why);
-    if (why != R_WEFT) return PMPI_Ireduce(sbuf, rbuf, count, t, op, root, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IREDUCE, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IREDUCE, g,
-                    weft_ireduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc, &g->wr), req);
+#define WMPI_DEF_IREDUCE(SFX, CT)                                                                    \
+WMPI_EXPORT int MPI_Ireduce##SFX(const void *sbuf, void *rbuf, CT count, MPI_Datatype t, MPI_Op op,  \
+                            int root, MPI_Comm comm, MPI_Request *req)                               \
+{                                                                                                    \
+    wargs_t a;                                                                                       \
+    int why = reduce_call_args(C_IREDUCE, sbuf, rbuf, count, t, op, root, comm, &a);                 \
+    NOTE(C_IREDUCE, why);                                                                            \
+    if (why != R_WEFT) return PMPI_Ireduce##SFX(sbuf, rbuf, count, t, op, root, comm, req);          \
+    greq_t *g = NULL;                                                                                \
+    int rc = greq_begin(comm, C_IREDUCE, a.e, &g);                                                   \
+    if (rc != MPI_SUCCESS) return rc;                                                                \
+    return greq_end(comm, C_IREDUCE, g,                                                              \
+                    weft_ireduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc, &g->wr), req);             \
 }
+WMPI_DEF_IREDUCE(, int)
+WMPI_DEF_IREDUCE(_c, MPI_Count)
 
 /* ---- bcast ------------------------------------------------------------------------------- */
 static int bcast_args(int call, void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,
@@ -991,28 +1014,34 @@ static int bcast_args(int call, void *buf, MPI_Count count, MPI_Datatype t, int 
     return why;
 }
 
-WMPI_EXPORT int MPI_Bcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = bcast_args(C_BCAST, buf, count, t, root, comm, &a);
-    NOTE(C_BCAST, why);
-    if (why != R_WEFT) return PMPI_Bcast(buf, count, t, root, comm);
-    weft_status_t st = weft_bcast(a.r, a.n, a.t, root, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_BCAST, st);
+#define WMPI_DEF_BCAST(SFX, CT)                                                               \
+WMPI_EXPORT int MPI_Bcast##SFX(void *buf, CT count, MPI_Datatype t, int root, MPI_Comm comm)  \
+{                                                                                             \
+    wargs_t a;                                                                                \
+    int why = bcast_args(C_BCAST, buf, count, t, root, comm, &a);                             \
+    NOTE(C_BCAST, why);                                                                       \
+    if (why != R_WEFT) return PMPI_Bcast##SFX(buf, count, t, root, comm);                     \
+    weft_status_t st = weft_bcast(a.r, a.n, a.t, root, a.e->wc);                              \
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_BCAST, st);                 \
 }
+WMPI_DEF_BCAST(, int)
+WMPI_DEF_BCAST(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Ibcast(void *buf, int count, MPI_Datatype t, int root, MPI_Comm comm,
-                           MPI_Request *req)
-{
-    wargs_t a;
-    int why = bcast_args(C_IBCAST, buf, count, t, root, comm, &a);
-    NOTE(C_IBCAST, why);
-    if (why != R_WEFT) return PMPI_Ibcast(buf, count, t, root, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IBCAST, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IBCAST, g, weft_ibcast(a.r, a.n, a.t, root, a.e->wc, &g->wr), req);
+#define WMPI_DEF_IBCAST(SFX, CT)                                                                 \
+WMPI_EXPORT int MPI_Ibcast##SFX(void *buf, CT count, MPI_Datatype t, int root, MPI_Comm comm,    \
+                           MPI_Request *req)                                                     \
+{                                                                                                \
+    wargs_t a;                                                                                   \
+    int why = bcast_args(C_IBCAST, buf, count, t, root, comm, &a);                               \
+    NOTE(C_IBCAST, why);                                                                         \
+    if (why != R_WEFT) return PMPI_Ibcast##SFX(buf, count, t, root, comm, req);                  \
+    greq_t *g = NULL;                                                                            \
+    int rc = greq_begin(comm, C_IBCAST, a.e, &g);                                                \
+    if (rc != MPI_SUCCESS) return rc;                                                            \
+    return greq_end(comm, C_IBCAST, g, weft_ibcast(a.r, a.n, a.t, root, a.e->wc, &g->wr), req);  \
 }
+WMPI_DEF_IBCAST(, int)
+WMPI_DEF_IBCAST(_c, MPI_Count)
 
 /* ---- allgather and alltoall (blocks of bytes) -------------------------------------------- */
 /* The receive block (rcount of rtype per rank) and, unless in place, the send
@@ -1033,57 +1062,69 @@ static int blocks_args(int call, const void *sbuf, MPI_Count scount, MPI_Datatyp
     return why;
 }
 
-WMPI_EXPORT int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                              int rcount, MPI_Datatype rtype, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = blocks_args(C_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
-    NOTE(C_ALLGATHER, why);
-    if (why != R_WEFT) return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    weft_status_t st = weft_allgather(a.s, a.r, a.n, a.t, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLGATHER, st);
+#define WMPI_DEF_ALLGATHER(SFX, CT)                                                                 \
+WMPI_EXPORT int MPI_Allgather##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,     \
+                              CT rcount, MPI_Datatype rtype, MPI_Comm comm)                         \
+{                                                                                                   \
+    wargs_t a;                                                                                      \
+    int why = blocks_args(C_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);         \
+    NOTE(C_ALLGATHER, why);                                                                         \
+    if (why != R_WEFT) return PMPI_Allgather##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm);  \
+    weft_status_t st = weft_allgather(a.s, a.r, a.n, a.t, a.e->wc);                                 \
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLGATHER, st);                   \
 }
+WMPI_DEF_ALLGATHER(, int)
+WMPI_DEF_ALLGATHER(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                               int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = blocks_args(C_IALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
-    NOTE(C_IALLGATHER, why);
-    if (why != R_WEFT)
-        return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IALLGATHER, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IALLGATHER, g, weft_iallgather(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
-                    req);
+#define WMPI_DEF_IALLGATHER(SFX, CT)                                                              \
+WMPI_EXPORT int MPI_Iallgather##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,  \
+                               CT rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)    \
+{                                                                                                 \
+    wargs_t a;                                                                                    \
+    int why = blocks_args(C_IALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);      \
+    NOTE(C_IALLGATHER, why);                                                                      \
+    if (why != R_WEFT)                                                                            \
+        return PMPI_Iallgather##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);         \
+    greq_t *g = NULL;                                                                             \
+    int rc = greq_begin(comm, C_IALLGATHER, a.e, &g);                                             \
+    if (rc != MPI_SUCCESS) return rc;                                                             \
+    return greq_end(comm, C_IALLGATHER, g, weft_iallgather(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),  \
+                    req);                                                                         \
 }
+WMPI_DEF_IALLGATHER(, int)
+WMPI_DEF_IALLGATHER(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                             int rcount, MPI_Datatype rtype, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = blocks_args(C_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
-    NOTE(C_ALLTOALL, why);
-    if (why != R_WEFT) return PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    weft_status_t st = weft_alltoall(a.s, a.r, a.n, a.t, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLTOALL, st);
+#define WMPI_DEF_ALLTOALL(SFX, CT)                                                                 \
+WMPI_EXPORT int MPI_Alltoall##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,     \
+                             CT rcount, MPI_Datatype rtype, MPI_Comm comm)                         \
+{                                                                                                  \
+    wargs_t a;                                                                                     \
+    int why = blocks_args(C_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);         \
+    NOTE(C_ALLTOALL, why);                                                                         \
+    if (why != R_WEFT) return PMPI_Alltoall##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm);  \
+    weft_status_t st = weft_alltoall(a.s, a.r, a.n, a.t, a.e->wc);                                 \
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLTOALL, st);                   \
 }
+WMPI_DEF_ALLTOALL(, int)
+WMPI_DEF_ALLTOALL(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Ialltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                              int rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = blocks_args(C_IALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
-    NOTE(C_IALLTOALL, why);
-    if (why != R_WEFT)
-        return PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IALLTOALL, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IALLTOALL, g, weft_ialltoall(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
-                    req);
+#define WMPI_DEF_IALLTOALL(SFX, CT)                                                              \
+WMPI_EXPORT int MPI_Ialltoall##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,  \
+                              CT rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)    \
+{                                                                                                \
+    wargs_t a;                                                                                   \
+    int why = blocks_args(C_IALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);      \
+    NOTE(C_IALLTOALL, why);                                                                      \
+    if (why != R_WEFT)                                                                           \
+        return PMPI_Ialltoall##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);         \
+    greq_t *g = NULL;                                                                            \
+    int rc = greq_begin(comm, C_IALLTOALL, a.e, &g);                                             \
+    if (rc != MPI_SUCCESS) return rc;                                                            \
+    return greq_end(comm, C_IALLTOALL, g, weft_ialltoall(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),   \
+                    req);                                                                        \
 }
+WMPI_DEF_IALLTOALL(, int)
+WMPI_DEF_IALLTOALL(_c, MPI_Count)
 
 /* ---- gather and scatter (rooted blocks) ---------------------------------------------------- */
 /* The root's side (many blocks) is mine_* at the root and ignored
@@ -1117,60 +1158,72 @@ static int rooted_args(int call, const void *one_buf, MPI_Count one_count, MPI_D
     return why;
 }
 
-WMPI_EXPORT int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                           MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = rooted_args(C_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
-    NOTE(C_GATHER, why);
-    if (why != R_WEFT) return PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-    weft_status_t st = weft_gather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_GATHER, st);
+#define WMPI_DEF_GATHER(SFX, CT)                                                                         \
+WMPI_EXPORT int MPI_Gather##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf, CT rcount,  \
+                           MPI_Datatype rtype, int root, MPI_Comm comm)                                  \
+{                                                                                                        \
+    wargs_t a;                                                                                           \
+    int why = rooted_args(C_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);           \
+    NOTE(C_GATHER, why);                                                                                 \
+    if (why != R_WEFT) return PMPI_Gather##SFX(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);    \
+    weft_status_t st = weft_gather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc);                       \
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_GATHER, st);                           \
 }
+WMPI_DEF_GATHER(, int)
+WMPI_DEF_GATHER(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Igather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                            int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
-                            MPI_Request *req)
-{
-    wargs_t a;
-    int why = rooted_args(C_IGATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
-    NOTE(C_IGATHER, why);
-    if (why != R_WEFT)
-        return PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IGATHER, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IGATHER, g,
-                    weft_igather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc, &g->wr), req);
+#define WMPI_DEF_IGATHER(SFX, CT)                                                                \
+WMPI_EXPORT int MPI_Igather##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,    \
+                            CT rcount, MPI_Datatype rtype, int root, MPI_Comm comm,              \
+                            MPI_Request *req)                                                    \
+{                                                                                                \
+    wargs_t a;                                                                                   \
+    int why = rooted_args(C_IGATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);  \
+    NOTE(C_IGATHER, why);                                                                        \
+    if (why != R_WEFT)                                                                           \
+        return PMPI_Igather##SFX(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);     \
+    greq_t *g = NULL;                                                                            \
+    int rc = greq_begin(comm, C_IGATHER, a.e, &g);                                               \
+    if (rc != MPI_SUCCESS) return rc;                                                            \
+    return greq_end(comm, C_IGATHER, g,                                                          \
+                    weft_igather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc, &g->wr), req);   \
 }
+WMPI_DEF_IGATHER(, int)
+WMPI_DEF_IGATHER(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                            int rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = rooted_args(C_SCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
-    NOTE(C_SCATTER, why);
-    if (why != R_WEFT) return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-    weft_status_t st = weft_scatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_SCATTER, st);
+#define WMPI_DEF_SCATTER(SFX, CT)                                                                       \
+WMPI_EXPORT int MPI_Scatter##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,           \
+                            CT rcount, MPI_Datatype rtype, int root, MPI_Comm comm)                     \
+{                                                                                                       \
+    wargs_t a;                                                                                          \
+    int why = rooted_args(C_SCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);         \
+    NOTE(C_SCATTER, why);                                                                               \
+    if (why != R_WEFT) return PMPI_Scatter##SFX(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);  \
+    weft_status_t st = weft_scatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc);             \
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_SCATTER, st);                         \
 }
+WMPI_DEF_SCATTER(, int)
+WMPI_DEF_SCATTER(_c, MPI_Count)
 
-WMPI_EXPORT int MPI_Iscatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-                             int rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
-                             MPI_Request *req)
-{
-    wargs_t a;
-    int why = rooted_args(C_ISCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
-    NOTE(C_ISCATTER, why);
-    if (why != R_WEFT)
-        return PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_ISCATTER, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_ISCATTER, g,
-                    weft_iscatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc, &g->wr),
-                    req);
+#define WMPI_DEF_ISCATTER(SFX, CT)                                                                 \
+WMPI_EXPORT int MPI_Iscatter##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,     \
+                             CT rcount, MPI_Datatype rtype, int root, MPI_Comm comm,               \
+                             MPI_Request *req)                                                     \
+{                                                                                                  \
+    wargs_t a;                                                                                     \
+    int why = rooted_args(C_ISCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);   \
+    NOTE(C_ISCATTER, why);                                                                         \
+    if (why != R_WEFT)                                                                             \
+        return PMPI_Iscatter##SFX(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);      \
+    greq_t *g = NULL;                                                                              \
+    int rc = greq_begin(comm, C_ISCATTER, a.e, &g);                                                \
+    if (rc != MPI_SUCCESS) return rc;                                                              \
+    return greq_end(comm, C_ISCATTER, g,                                                           \
+                    weft_iscatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc, &g->wr),  \
+                    req);                                                                          \
 }
+WMPI_DEF_ISCATTER(, int)
+WMPI_DEF_ISCATTER(_c, MPI_Count)
 
 /* ---- barrier ---------------------------------------------------------------------------- */
 WMPI_EXPORT int MPI_Barrier(MPI_Comm comm)
@@ -1197,208 +1250,3 @@ WMPI_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req)
     return greq_end(comm, C_IBARRIER, g, weft_ibarrier(e->wc, &g->wr), req);
 }
 
-/* ---- the MPI-4 large-count forms (MPI_Count counts; mpi4py 4 calls these) ---- */
-WMPI_EXPORT int MPI_Allreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                              MPI_Comm comm)
-{
-    wargs_t a;
-    int why = allreduce_args(C_ALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
-    NOTE(C_ALLREDUCE, why);
-    if (why != R_WEFT) return PMPI_Allreduce_c(sbuf, rbuf, count, t, op, comm);
-    weft_status_t st = weft_allreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc);
-    return WMPI_LIKELY(st == WEFT_SUCCESS) ? MPI_SUCCESS : weft_failed(comm, C_ALLREDUCE, st);
-}
-
-WMPI_EXPORT int MPI_Iallreduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                               MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = allreduce_args(C_IALLREDUCE, sbuf, rbuf, count, t, op, comm, &a);
-    NOTE(C_IALLREDUCE, why);
-    if (why != R_WEFT) return PMPI_Iallreduce_c(sbuf, rbuf, count, t, op, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IALLREDUCE, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IALLREDUCE, g,
-                    weft_iallreduce(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
-}
-
-WMPI_EXPORT int MPI_Reduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
-                                         MPI_Op op, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = rsb_args(C_REDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
-    NOTE(C_REDUCE_SCATTER_BLOCK, why);
-    if (why != R_WEFT) return PMPI_Reduce_scatter_block_c(sbuf, rbuf, count, t, op, comm);
-    weft_status_t st = weft_reduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE_SCATTER_BLOCK, st);
-}
-
-WMPI_EXPORT int MPI_Ireduce_scatter_block_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t,
-                                          MPI_Op op, MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = rsb_args(C_IREDUCE_SCATTER_BLOCK, sbuf, rbuf, count, t, op, comm, &a);
-    NOTE(C_IREDUCE_SCATTER_BLOCK, why);
-    if (why != R_WEFT) return PMPI_Ireduce_scatter_block_c(sbuf, rbuf, count, t, op, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IREDUCE_SCATTER_BLOCK, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IREDUCE_SCATTER_BLOCK, g,
-                    weft_ireduce_scatter(a.s, a.r, a.n, a.t, a.op, a.e->wc, &g->wr), req);
-}
-
-WMPI_EXPORT int MPI_Reduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                           int root, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = reduce_call_args(C_REDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
-    NOTE(C_REDUCE, why);
-    if (why != R_WEFT) return PMPI_Reduce_c(sbuf, rbuf, count, t, op, root, comm);
-    weft_status_t st = weft_reduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_REDUCE, st);
-}
-
-WMPI_EXPORT int MPI_Ireduce_c(const void *sbuf, void *rbuf, MPI_Count count, MPI_Datatype t, MPI_Op op,
-                            int root, MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = reduce_call_args(C_IREDUCE, sbuf, rbuf, count, t, op, root, comm, &a);
-    NOTE(C_IREDUCE, why);
-    if (why != R_WEFT) return PMPI_Ireduce_c(sbuf, rbuf, count, t, op, root, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IREDUCE, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IREDUCE, g,
-                    weft_ireduce(a.s, a.r, a.n, a.t, a.op, root, a.e->wc, &g->wr), req);
-}
-
-WMPI_EXPORT int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = bcast_args(C_BCAST, buf, count, t, root, comm, &a);
-    NOTE(C_BCAST, why);
-    if (why != R_WEFT) return PMPI_Bcast_c(buf, count, t, root, comm);
-    weft_status_t st = weft_bcast(a.r, a.n, a.t, root, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_BCAST, st);
-}
-
-WMPI_EXPORT int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,
-                           MPI_Request *req)
-{
-    wargs_t a;
-    int why = bcast_args(C_IBCAST, buf, count, t, root, comm, &a);
-    NOTE(C_IBCAST, why);
-    if (why != R_WEFT) return PMPI_Ibcast_c(buf, count, t, root, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IBCAST, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IBCAST, g, weft_ibcast(a.r, a.n, a.t, root, a.e->wc, &g->wr), req);
-}
-
-WMPI_EXPORT int MPI_Allgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
-                              MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = blocks_args(C_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
-    NOTE(C_ALLGATHER, why);
-    if (why != R_WEFT) return PMPI_Allgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    weft_status_t st = weft_allgather(a.s, a.r, a.n, a.t, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLGATHER, st);
-}
-
-WMPI_EXPORT int MPI_Iallgather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
-                               MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = blocks_args(C_IALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
-    NOTE(C_IALLGATHER, why);
-    if (why != R_WEFT)
-        return PMPI_Iallgather_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IALLGATHER, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IALLGATHER, g, weft_iallgather(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
-                    req);
-}
-
-WMPI_EXPORT int MPI_Alltoall_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
-                             MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = blocks_args(C_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
-    NOTE(C_ALLTOALL, why);
-    if (why != R_WEFT) return PMPI_Alltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    weft_status_t st = weft_alltoall(a.s, a.r, a.n, a.t, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLTOALL, st);
-}
-
-WMPI_EXPORT int MPI_Ialltoall_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
-                              MPI_Count rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)
-{
-    wargs_t a;
-    int why = blocks_args(C_IALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);
-    NOTE(C_IALLTOALL, why);
-    if (why != R_WEFT)
-        return PMPI_Ialltoall_c(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IALLTOALL, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IALLTOALL, g, weft_ialltoall(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),
-                    req);
-}
-
-WMPI_EXPORT int MPI_Gather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf, MPI_Count rcount,
-                           MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = rooted_args(C_GATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
-    NOTE(C_GATHER, why);
-    if (why != R_WEFT) return PMPI_Gather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-    weft_status_t st = weft_gather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_GATHER, st);
-}
-
-WMPI_EXPORT int MPI_Igather_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
-                            MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
-                            MPI_Request *req)
-{
-    wargs_t a;
-    int why = rooted_args(C_IGATHER, sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &a);
-    NOTE(C_IGATHER, why);
-    if (why != R_WEFT)
-        return PMPI_Igather_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_IGATHER, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_IGATHER, g,
-                    weft_igather(in_place(sbuf), rbuf, a.n, a.t, root, a.e->wc, &g->wr), req);
-}
-
-WMPI_EXPORT int MPI_Scatter_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
-                            MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm)
-{
-    wargs_t a;
-    int why = rooted_args(C_SCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
-    NOTE(C_SCATTER, why);
-    if (why != R_WEFT) return PMPI_Scatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
-    weft_status_t st = weft_scatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc);
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_SCATTER, st);
-}
-
-WMPI_EXPORT int MPI_Iscatter_c(const void *sbuf, MPI_Count scount, MPI_Datatype stype, void *rbuf,
-                             MPI_Count rcount, MPI_Datatype rtype, int root, MPI_Comm comm,
-                             MPI_Request *req)
-{
-    wargs_t a;
-    int why = rooted_args(C_ISCATTER, rbuf, rcount, rtype, sbuf, scount, stype, root, comm, &a);
-    NOTE(C_ISCATTER, why);
-    if (why != R_WEFT)
-        return PMPI_Iscatter_c(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req);
-    greq_t *g = NULL;
-    int rc = greq_begin(comm, C_ISCATTER, a.e, &g);
-    if (rc != MPI_SUCCESS) return rc;
-    return greq_end(comm, C_ISCATTER, g,
-                    weft_iscatter(sbuf, (void *)in_place(rbuf), a.n, a.t, root, a.e->wc, &g->wr),
-                    req);
-}
