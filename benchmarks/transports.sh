@@ -1,5 +1,5 @@
 #!/bin/sh
-# transports.sh - compare Weft's transports (doc/benchmarks_ucx.md).
+# transports.sh - compare Weft's transports (doc/notes/ucx_measurements.md).
 #
 #   benchmarks/transports.sh BUILD OUTDIR [-n NP] [-k REPEATS] [-r ROUNDS]
 #                            [-l LAT_MAX] [-b BW_MAX] [-a AR_MAX] [-t "mpi ucx auto"]

@@ -1,6 +1,6 @@
 #!/bin/sh
 # ucx_profile.sh - where the point-to-point latency of Weft over UCX and of
-# Weft over MPI goes, per message size (doc/benchmarks_ucx.md, "The profile").
+# Weft over MPI goes, per message size (doc/notes/ucx_measurements.md, "The profile").
 #
 #   benchmarks/ucx_profile.sh BUILD OUTDIR [-s "8 1024 4096 8192"] [-k REPEATS] [-r ROUNDS]
 #

@@ -5,7 +5,7 @@
  * median duration of those calls, and how many calls were made per delivering
  * one. Used by benchmarks/ucx_profile.sh to attribute the point-to-point
  * latency difference between Weft's UCX transport and its MPI transport (doc/
- * benchmarks_ucx.md): in a ping-pong nearly every delivering call is the one
+ * notes/ucx_measurements.md): in a ping-pong nearly every delivering call is the one
  * that copies the arriving message out of UCX's shared-memory queue into the
  * receive buffer, so its duration is UCX's receive cost on that worker.
  *

@@ -6,7 +6,7 @@
  * timed loops: this is the floor that Weft's UCX transport builds on, taken
  * beside MPI's, so that the difference between Weft over UCX and Weft over MPI
  * (weft_osu_transports) can be split into what Weft adds and what UCX itself
- * costs on a worker other than MPICH's (doc/benchmarks_ucx.md). A fourth
+ * costs on a worker other than MPICH's (doc/notes/ucx_measurements.md). A fourth
  * variant, ucx-lock, is the raw UCX ping-pong with one locked read-modify-write
  * after each receive completes: the least a thread-safe progress engine does
  * there (publish the completion to another thread: Weft's counters and

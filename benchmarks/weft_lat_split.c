@@ -1,7 +1,7 @@
 /*
  * weft_lat_split - where one message of a Weft ping-pong spends its time,
  * over the MPI transport and over UCX, in the same two processes. Needs the
- * UCX probe preloaded (it reads the probe's time stamps; doc/benchmarks_ucx.md):
+ * UCX probe preloaded (it reads the probe's time stamps; doc/notes/ucx_measurements.md):
  *
  *   mpiexec -n 2 -env LD_PRELOAD build/benchmarks/libucx_progress_probe.so \
  *       build/benchmarks/weft_lat_split [-m BYTES] [-i ITERS] [-r ROUNDS]
