@@ -1062,69 +1062,42 @@ static int blocks_args(int call, const void *sbuf, MPI_Count scount, MPI_Datatyp
     return why;
 }
 
-#define WMPI_DEF_ALLGATHER(SFX, CT)                                                                 \
-WMPI_EXPORT int MPI_Allgather##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,     \
+/* Allgather and alltoall take the same arguments (a block per rank on each
+ * side): one definition each for the blocking and the nonblocking form. */
+#define WMPI_DEF_BLOCKS(NAME, CALL, WFN, SFX, CT) \
+WMPI_EXPORT int MPI_##NAME##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,     \
                               CT rcount, MPI_Datatype rtype, MPI_Comm comm)                         \
 {                                                                                                   \
     wargs_t a;                                                                                      \
-    int why = blocks_args(C_ALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);         \
-    NOTE(C_ALLGATHER, why);                                                                         \
-    if (why != R_WEFT) return PMPI_Allgather##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm);  \
-    weft_status_t st = weft_allgather(a.s, a.r, a.n, a.t, a.e->wc);                                 \
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLGATHER, st);                   \
+    int why = blocks_args(CALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);         \
+    NOTE(CALL, why);                                                                         \
+    if (why != R_WEFT) return PMPI_##NAME##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm);  \
+    weft_status_t st = WFN(a.s, a.r, a.n, a.t, a.e->wc);                                 \
+    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, CALL, st);                   \
 }
-WMPI_DEF_ALLGATHER(, int)
-WMPI_DEF_ALLGATHER(_c, MPI_Count)
-
-#define WMPI_DEF_IALLGATHER(SFX, CT)                                                              \
-WMPI_EXPORT int MPI_Iallgather##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,  \
+#define WMPI_DEF_IBLOCKS(NAME, CALL, WFN, SFX, CT) \
+WMPI_EXPORT int MPI_##NAME##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,  \
                                CT rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)    \
 {                                                                                                 \
     wargs_t a;                                                                                    \
-    int why = blocks_args(C_IALLGATHER, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);      \
-    NOTE(C_IALLGATHER, why);                                                                      \
+    int why = blocks_args(CALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);      \
+    NOTE(CALL, why);                                                                      \
     if (why != R_WEFT)                                                                            \
-        return PMPI_Iallgather##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);         \
+        return PMPI_##NAME##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);         \
     greq_t *g = NULL;                                                                             \
-    int rc = greq_begin(comm, C_IALLGATHER, a.e, &g);                                             \
+    int rc = greq_begin(comm, CALL, a.e, &g);                                             \
     if (rc != MPI_SUCCESS) return rc;                                                             \
-    return greq_end(comm, C_IALLGATHER, g, weft_iallgather(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),  \
+    return greq_end(comm, CALL, g, WFN(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),  \
                     req);                                                                         \
 }
-WMPI_DEF_IALLGATHER(, int)
-WMPI_DEF_IALLGATHER(_c, MPI_Count)
-
-#define WMPI_DEF_ALLTOALL(SFX, CT)                                                                 \
-WMPI_EXPORT int MPI_Alltoall##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,     \
-                             CT rcount, MPI_Datatype rtype, MPI_Comm comm)                         \
-{                                                                                                  \
-    wargs_t a;                                                                                     \
-    int why = blocks_args(C_ALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);         \
-    NOTE(C_ALLTOALL, why);                                                                         \
-    if (why != R_WEFT) return PMPI_Alltoall##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm);  \
-    weft_status_t st = weft_alltoall(a.s, a.r, a.n, a.t, a.e->wc);                                 \
-    return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, C_ALLTOALL, st);                   \
-}
-WMPI_DEF_ALLTOALL(, int)
-WMPI_DEF_ALLTOALL(_c, MPI_Count)
-
-#define WMPI_DEF_IALLTOALL(SFX, CT)                                                              \
-WMPI_EXPORT int MPI_Ialltoall##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,  \
-                              CT rcount, MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req)    \
-{                                                                                                \
-    wargs_t a;                                                                                   \
-    int why = blocks_args(C_IALLTOALL, sbuf, scount, stype, rbuf, rcount, rtype, comm, &a);      \
-    NOTE(C_IALLTOALL, why);                                                                      \
-    if (why != R_WEFT)                                                                           \
-        return PMPI_Ialltoall##SFX(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);         \
-    greq_t *g = NULL;                                                                            \
-    int rc = greq_begin(comm, C_IALLTOALL, a.e, &g);                                             \
-    if (rc != MPI_SUCCESS) return rc;                                                            \
-    return greq_end(comm, C_IALLTOALL, g, weft_ialltoall(a.s, a.r, a.n, a.t, a.e->wc, &g->wr),   \
-                    req);                                                                        \
-}
-WMPI_DEF_IALLTOALL(, int)
-WMPI_DEF_IALLTOALL(_c, MPI_Count)
+WMPI_DEF_BLOCKS(Allgather, C_ALLGATHER, weft_allgather, , int)
+WMPI_DEF_BLOCKS(Allgather, C_ALLGATHER, weft_allgather, _c, MPI_Count)
+WMPI_DEF_IBLOCKS(Iallgather, C_IALLGATHER, weft_iallgather, , int)
+WMPI_DEF_IBLOCKS(Iallgather, C_IALLGATHER, weft_iallgather, _c, MPI_Count)
+WMPI_DEF_BLOCKS(Alltoall, C_ALLTOALL, weft_alltoall, , int)
+WMPI_DEF_BLOCKS(Alltoall, C_ALLTOALL, weft_alltoall, _c, MPI_Count)
+WMPI_DEF_IBLOCKS(Ialltoall, C_IALLTOALL, weft_ialltoall, , int)
+WMPI_DEF_IBLOCKS(Ialltoall, C_IALLTOALL, weft_ialltoall, _c, MPI_Count)
 
 /* ---- gather and scatter (rooted blocks) ---------------------------------------------------- */
 /* The root's side (many blocks) is mine_* at the root and ignored
