@@ -28,15 +28,6 @@
 #include <ucp/api/ucp.h>
 #endif
 
-#ifndef WEFT_BUILD_TYPE
-#define WEFT_BUILD_TYPE "unknown"
-#endif
-#ifndef WEFT_BUILD_COMPILER
-#define WEFT_BUILD_COMPILER "unknown"
-#endif
-#ifndef WEFT_BUILD_OPTIONS
-#define WEFT_BUILD_OPTIONS "unknown"
-#endif
 
 /* The layout of a rule as lib/select.c keeps it (weft__select_rules hands the
  * array out as const void *): used only to say which rule decided. */
