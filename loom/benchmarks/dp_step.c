@@ -36,6 +36,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "../cli/options.h"
+#include "../src/internal.h" /* LOOM_CHECK_GOTO */
 #include "loom_mesh.h"
 #include "loom_par.h"
 
@@ -50,13 +51,6 @@
 
 #define MAX_SPEEDUPS 16
 
-/* Check-and-propagate: jumps to label with status st set. */
-#define LOOM_CHECK_GOTO(expr, st, label) \
-    do {                                 \
-        (st) = (expr);                   \
-        if ((st) < 0)                    \
-            goto label;                  \
-    } while (0)
 
 typedef struct {
     const char *model, *csv;
