@@ -45,8 +45,7 @@ typedef struct halo_dir {
 } halo_dir_t;
 
 struct weft_halo_plan {
-    weft_comm_t handle;
-    weft__comm_t *comm;
+    weft_comm_t handle; /* its communicator, looked up at every exchange */
     int ndims;
     int grid[3], periodic[3], coords[3];
     int width_lo[3], width_hi[3];
@@ -471,7 +470,6 @@ weft_status_t weft_halo_plan_create(weft_comm_t comm, const weft_halo_params_t *
         goto out;
     }
     pl->handle = comm;
-    pl->comm = c;
     pl->ndims = params->ndims;
     pl->layout.outer = 1;
     pl->layout.esize = weft__dtype_size(params->dtype);
