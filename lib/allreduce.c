@@ -3,8 +3,7 @@
 
 #include "weft_internal.h"
 
-/* op->finish for AVG: every algorithm reduced as SUM; divide once here. */
-static weft_status_t finish_avg(weft__op_t *op)
+weft_status_t weft__finish_avg(weft__op_t *op)
 {
     weft__scale_avg(op->recvbuf, op->count, op->dtype, op->comm->size);
     return WEFT_SUCCESS;
@@ -62,7 +61,7 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
     op->dtype = dtype;
     op->rop = rop;
     if (rop == WEFT_AVG) {
-        op->finish = finish_avg;
+        op->finish = weft__finish_avg;
         /* int8/int32/uint8/uint32/float16: summed in a wider type, so the
          * average never overflows (not on a stream: the input is read now) */
         if (weft__avg_wide(dtype) != dtype && c->stream == NULL) {

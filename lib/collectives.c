@@ -47,12 +47,6 @@ static weft_status_t check_total(const char *what, size_t bytes, int p)
     return WEFT_SUCCESS;
 }
 
-static weft_status_t finish_avg_all(weft__op_t *op)
-{
-    weft__scale_avg(op->recvbuf, op->count, op->dtype, op->comm->size);
-    return WEFT_SUCCESS;
-}
-
 static weft_status_t finish_avg_root(weft__op_t *op)
 {
     if (op->comm->rank == op->root) weft__scale_avg(op->recvbuf, op->count, op->dtype, op->comm->size);
@@ -128,7 +122,7 @@ static weft_status_t build_coll(weft__comm_t *c, const weft__coll_args_t *args, 
     op->rop = rop;
     op->root = root;
     if (rop == WEFT_AVG && (coll == WEFT_COLL_REDUCE_SCATTER || coll == WEFT_COLL_REDUCE)) {
-        op->finish = coll == WEFT_COLL_REDUCE ? finish_avg_root : finish_avg_all;
+        op->finish = coll == WEFT_COLL_REDUCE ? finish_avg_root : weft__finish_avg;
         /* summed in a wider type where one exists (as in allreduce.c) */
         if (weft__avg_wide(dtype) != dtype && c->stream == NULL) {
             const size_t in = coll == WEFT_COLL_REDUCE ? count : count * (size_t)c->size;

@@ -411,6 +411,9 @@ weft_status_t weft__allgather_internal(weft__comm_t *c, const void *mine, void *
  */
 weft_status_t weft__avg_prepare(weft__op_t *op, size_t in_count, size_t out_count);
 
+/** op->finish for AVG: the algorithm reduced as SUM; divide recvbuf once. Engine side. */
+weft_status_t weft__finish_avg(weft__op_t *op);
+
 /** Allocate and fill the common fields of an op (caller thread). */
 weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t **out);
 void weft__op_free(weft__op_t *op);
