@@ -12,7 +12,10 @@
  *
  * Compiled with and without UCX: weft__transport_ucx() is NULL without it.
  */
-#include "weft_internal.h"
+#include "comm.h"
+#include "config.h"
+#include "log.h"
+#include "transport.h"
 
 /** See weft_internal.h. Any thread (reads weft__cfg, set once at init). */
 const weft__transport_t *weft__transport_choose(weft_transport_t want, weft_status_t *st)

@@ -11,7 +11,10 @@
  */
 #include <limits.h>
 
-#include "weft_internal.h"
+#include "comm.h"
+#include "log.h"
+#include "mpi_interop.h"
+#include "transport.h"
 
 static weft_status_t mpi_comm_open(weft__comm_t *comm)
 {

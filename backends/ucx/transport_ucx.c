@@ -37,7 +37,11 @@
 
 #include <ucp/api/ucp.h>
 
-#include "weft_internal.h"
+#include "comm.h"
+#include "log.h"
+#include "mpi_interop.h"
+#include "progress.h"
+#include "transport.h"
 
 #define UCX_ID_BITS 12
 #define UCX_RANK_BITS 20

@@ -3,7 +3,9 @@
  * weft__transport_choose (backends/transport_select.c) reports
  * WEFT_TRANSPORT=ucx as unsupported and lets auto use MPI.
  */
-#include "weft_internal.h"
+#include "comm.h"
+#include "log.h"
+#include "transport.h"
 
 /** NULL: UCX is not built in. Any thread. */
 const weft__transport_t *weft__transport_ucx(void) { return NULL; }

@@ -6,7 +6,7 @@
  * To add an algorithm: declare its impl below and add one line to the
  * table. The impl's own `kind` field says which collective it serves.
  */
-#include "weft_internal.h"
+#include "algo.h"
 
 /* Allreduce */
 extern const weft__algo_impl_t weft__allreduce_ring_impl;

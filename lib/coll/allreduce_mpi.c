@@ -14,7 +14,8 @@
 #include <limits.h>
 #include <string.h>
 
-#include "weft_internal.h"
+#include "algo.h"
+#include "mpi_interop.h"
 
 typedef struct mpi_state {
     MPI_Request req;

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "coll_util.h"
-#include "weft_internal.h"
+#include "algo.h"
 
 enum { RB_FOLD = 0, RB_FOLD_SENT, RB_FOLD_RECVD, RB_HALVE, RB_DOUBLE, RB_UNFOLD,
        RB_DONE };

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "coll_util.h"
-#include "weft_internal.h"
+#include "algo.h"
 
 enum { RD_FOLD = 0, RD_FOLD_SENT, RD_FOLD_RECVD, RD_ROUND, RD_UNFOLD, RD_WAIT_RESULT,
        RD_DONE };

@@ -30,7 +30,8 @@
 #include <string.h>
 
 #include "coll_util.h"
-#include "weft_internal.h"
+#include "algo.h"
+#include "config.h"
 
 #define RING_DEPTH 4 /* K at most: chunks per direction posted in one round */
 #define RING_MAX_CHUNKS (1 << 20)

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "coll_util.h"
-#include "weft_internal.h"
+#include "algo.h"
 
 enum { TR_REDUCE = 0, TR_SENT_UP, TR_GOT_RESULT, TR_DONE };
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "weft_internal.h"
+#include "algo.h"
 
 /**
  * The cases every allreduce algorithm shares: nothing to reduce, or a single

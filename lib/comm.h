@@ -1,0 +1,70 @@
+/*
+ * comm.h - a communicator as the core sees it (lib/comm.c) and the lookup of
+ * its public handle.
+ */
+#ifndef WEFT_COMM_H
+#define WEFT_COMM_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+
+#include "weft.h"
+#include "global.h"
+#include "handle.h"
+#include "transport.h"
+
+typedef struct weft__cost {
+    double alpha, beta, gamma;
+} weft__cost_t;
+
+/* ---- communicators ------------------------------------------------------ */
+typedef struct weft__comm {
+    MPI_Comm mpi;             /* duplicate, MPI_ERRORS_RETURN */
+    MPI_Comm mpi_check;       /* WEFT_CHECK_ARGS: a second duplicate for argument agreement */
+    int rank, size;
+    int pof2;                 /* largest power of two <= size */
+    weft_stream_t stream;
+    const weft__transport_t *tp;
+    void *tp_state;           /* owned by the transport */
+    _Atomic int force_algo[WEFT_COLL_COUNT];
+    int oversubscribed;       /* more ranks on this node than cores */
+    int node_local;           /* all ranks share one node */
+    int id;                   /* small id for logs and traces */
+    weft__cost_t cost;        /* alpha/beta/gamma agreed by all ranks */
+    void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
+    uint64_t handle;          /* the public handle (lib/comm.c, lib/handle.h) */
+    /* Written on every issue (caller) and completion (engine): a line of
+     * their own, so that the read-mostly fields above stay shared in both
+     * threads' caches. */
+    _Alignas(64) _Atomic uint32_t seq; /* next operation tag (issue order) */
+    _Atomic int inflight;     /* issued, not yet completed */
+    _Atomic int error;        /* sticky weft_status_t, 0 if none */
+    _Alignas(64) int engine_blocked; /* engine-private: an earlier op on it waits to start */
+} weft__comm_t;
+
+struct weft_comm { weft__comm_t c; };
+
+/* weft__comm_get: the communicator behind a public handle (below, after weft__is_init). */
+/** Free the halo plans still alive (lib/halo.c). weft_finalize, engine stopped. */
+void weft__halo_fini(void);
+
+/** Free communicators the user did not destroy (weft_finalize). */
+void weft__comm_free_all(void);
+
+extern weft__htab_t weft__comms;
+/**
+ * The communicator behind a public handle: WEFT_ERR_NOT_INITIALIZED, or
+ * WEFT_ERR_INVALID_COMM for NULL, destroyed, made-up or earlier-init handles.
+ * Any thread; not concurrently with weft_comm_destroy of the same handle.
+ */
+static inline weft_status_t weft__comm_get(weft_comm_t comm, weft__comm_t **out)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    weft__comm_t *c = weft__htab_get(&weft__comms, (uint64_t)(uintptr_t)comm);
+    if (c == NULL) return WEFT_ERR_INVALID_COMM;
+    *out = c;
+    return WEFT_SUCCESS;
+}
+
+
+#endif /* WEFT_COMM_H */

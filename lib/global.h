@@ -1,0 +1,26 @@
+/*
+ * global.h - process-wide state set by weft_init (lib/init.c).
+ */
+#ifndef WEFT_GLOBAL_H
+#define WEFT_GLOBAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+/* ---- global state (lib/init.c) --------------------------------------------- */
+typedef struct weft__global {
+    _Atomic int initialized;
+    int we_init_mpi;
+    int world_rank, world_size;
+    int ncores;
+    int tag_ub;
+    int oversubscribed;  /* more ranks on this node than cores */
+} weft__global_t;
+extern weft__global_t weft__g;
+
+static inline bool weft__is_init(void)
+{
+    return atomic_load_explicit(&weft__g.initialized, memory_order_acquire) != 0;
+}
+
+#endif /* WEFT_GLOBAL_H */
