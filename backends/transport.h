@@ -99,8 +99,6 @@ typedef struct weft__transport {
     weft_status_t (*testall)(struct weft__comm *comm, weft__xfer_t *x, int n, int *done);
     /** Abandon an active transfer (timeout / error path). */
     void (*cancel)(struct weft__comm *comm, weft__xfer_t *x);
-    /** Drive the transport once (NULL if it progresses inside testall). */
-    int (*progress)(void);
     /** Pause instructions between two idle polls of a caller waiting on one
      * of its ops (0 counts as 1). A poll that takes no lock and reads only
      * the transport's shared-memory queue, repeated back to back, keeps the

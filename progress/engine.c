@@ -60,7 +60,47 @@ static struct {
     weft__op_t *callbacks; /* finished ops whose callbacks run after the lock */
     uint64_t pass;
     double next_watchdog;
+    /* progress hooks: written before nhooks counts them (release) */
+    struct {
+        weft__progress_fn fn;
+        void *arg;
+    } hooks[WEFT__PROGRESS_HOOKS];
+    _Atomic int nhooks;
 } E = {.lock = ATOMIC_FLAG_INIT, .start_mutex = PTHREAD_MUTEX_INITIALIZER};
+
+weft_status_t weft__progress_hook_add(weft__progress_fn fn, void *arg)
+{
+    pthread_mutex_lock(&E.start_mutex);
+    const int n = atomic_load_explicit(&E.nhooks, memory_order_relaxed);
+    weft_status_t st = WEFT_SUCCESS;
+    for (int i = 0; i < n; i++)
+        if (E.hooks[i].fn == fn && E.hooks[i].arg == arg) goto out; /* already there */
+    if (n == WEFT__PROGRESS_HOOKS) {
+        st = WEFT_ERR_INTERNAL;
+        goto out;
+    }
+    E.hooks[n].fn = fn;
+    E.hooks[n].arg = arg;
+    /* release: the entry is written before a pass that sees the count reads it */
+    atomic_store_explicit(&E.nhooks, n + 1, memory_order_release);
+out:
+    pthread_mutex_unlock(&E.start_mutex);
+    return st;
+}
+
+void weft__progress_hook_remove(weft__progress_fn fn, void *arg)
+{
+    pthread_mutex_lock(&E.start_mutex);
+    int n = atomic_load_explicit(&E.nhooks, memory_order_relaxed);
+    for (int i = 0; i < n; i++) {
+        if (E.hooks[i].fn != fn || E.hooks[i].arg != arg) continue;
+        E.hooks[i] = E.hooks[n - 1];
+        n--;
+        break;
+    }
+    atomic_store_explicit(&E.nhooks, n, memory_order_release);
+    pthread_mutex_unlock(&E.start_mutex);
+}
 
 int weft__engine_inflight(void) { return atomic_load_explicit(&E.inflight, memory_order_acquire); }
 
@@ -249,14 +289,14 @@ static int progress_pass(void)
         }
         op = next;
     }
-    /* The transport's own progress last: it may skip it when the ops' tests
-     * above already progressed it (UCX). Every pass, even with no op of a
-     * UCX communicator active: UCX may still owe a peer a protocol message
+    /* The progress hooks (transports' workers) last: a hook may skip its
+     * work when the ops' tests above already progressed it (UCX). Every
+     * pass, even with no op of that transport active: UCX may still owe a peer a protocol message
      * after our side of a transfer completed (a rendezvous acknowledgement
      * queued while the shared-memory queue was full), and the peer's op
      * waits for it. */
-    const weft__transport_t *ucx = weft__transport_ucx();
-    if (ucx && ucx->progress) work += ucx->progress();
+    const int nhooks = atomic_load_explicit(&E.nhooks, memory_order_acquire);
+    for (int i = 0; i < nhooks; i++) work += E.hooks[i].fn(E.hooks[i].arg);
     return work + (int)(weft__engine_events - events0);
 }
 

@@ -56,6 +56,21 @@ void weft__engine_wake(void);
 /** Number of ops issued and not yet completed, process-wide. */
 int weft__engine_inflight(void);
 
+/**
+ * A progress hook: a transport's worker, driven once per progress pass
+ * (engine side, progress lock held) after the ops' steps; returns the work
+ * it did (events), 0 when idle. Registered by the transport when it starts
+ * its worker, so the engine calls no transport by name.
+ */
+typedef int (*weft__progress_fn)(void *arg);
+#define WEFT__PROGRESS_HOOKS 8
+/** Add a hook (a second add of the same fn/arg is a no-op). WEFT_ERR_INTERNAL
+ * when WEFT__PROGRESS_HOOKS are registered. Any thread, passes may run. */
+weft_status_t weft__progress_hook_add(weft__progress_fn fn, void *arg);
+/** Remove a hook. Only while no pass runs: the engine stopped (weft_finalize),
+ * or the caller holds the progress lock (weft__engine_lock). */
+void weft__progress_hook_remove(weft__progress_fn fn, void *arg);
+
 /* ---- completion (lib/request.c) ------------------------------------------ */
 void weft__op_complete(weft__op_t *op, weft_status_t status);
 /** Wait until op->done, helping progress with backoff. Any thread. */

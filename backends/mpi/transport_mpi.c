@@ -89,6 +89,5 @@ const weft__transport_t weft__transport_mpi = {
     .irecv = mpi_irecv,
     .testall = mpi_testall,
     .cancel = mpi_cancel,
-    .progress = NULL,
     .poll_pause = 1,
 };

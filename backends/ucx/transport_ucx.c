@@ -101,6 +101,8 @@ static int g_tested_events = -1;
  * progress hook reads g_worker only after seeing it (acquire). */
 static _Atomic int g_ready;
 
+static int ucx_progress(void *unused);
+
 /* The shared endpoints (see ucx_peer_t), under the progress lock. */
 static ucx_peer_t *g_peers;
 static size_t g_npeers, g_cap_peers;
@@ -192,6 +194,13 @@ static weft_status_t ucx_global_init(void)
         st = WEFT_ERR_UCX; /* logged by the first attempt */
         goto out_unlock;
     }
+    /* The engine drives the worker through this hook from now on (it does
+     * nothing until g_ready is set below). */
+    st = weft__progress_hook_add(ucx_progress, NULL);
+    if (st != WEFT_SUCCESS) {
+        WEFT__ERROR("UCX transport: cannot register its progress hook");
+        goto out_failed;
+    }
 
     /* Prefix WEFT: WEFT_UCX_<NAME> tunes this context only and wins over
      * UCX_<NAME>, which MPICH's context (over UCX here) reads as well. */
@@ -266,6 +275,7 @@ void weft__transport_ucx_shutdown(void)
 {
     pthread_mutex_lock(&g_lock);
     atomic_store_explicit(&g_ready, 0, memory_order_relaxed);
+    weft__progress_hook_remove(ucx_progress, NULL);
     if (g_worker != NULL) close_endpoints();
     if (g_dt_ok) ucp_dt_destroy(g_dt);
     g_dt_ok = 0;
@@ -800,8 +810,9 @@ static void ucx_cancel(weft__comm_t *comm, weft__xfer_t *x)
  * Progress hook: one ucp_worker_progress pass. Returns the number of events
  * processed (0 before the first UCX communicator). Engine side only.
  */
-static int ucx_progress(void)
+static int ucx_progress(void *unused)
 {
+    WEFT__UNUSED(unused);
     /* acquire: pairs with the release store in ucx_global_init. */
     if (!atomic_load_explicit(&g_ready, memory_order_acquire)) return 0;
     /* The engine calls this once per pass, after the ops' steps: a pass in
@@ -828,7 +839,6 @@ static const weft__transport_t transport_ucx = {
     .irecv_dt = ucx_irecv_dt,
     .testall = ucx_testall,
     .cancel = ucx_cancel,
-    .progress = ucx_progress,
     .poll_pause = 2,
 };
 
