@@ -11,6 +11,7 @@
 #include "weft.h"
 #include "global.h"
 #include "handle.h"
+#include "progress.h"
 #include "transport.h"
 
 typedef struct weft__cost {
@@ -39,7 +40,7 @@ typedef struct weft__comm {
     _Alignas(64) _Atomic uint32_t seq; /* next operation tag (issue order) */
     _Atomic int inflight;     /* issued, not yet completed */
     _Atomic int error;        /* sticky weft_status_t, 0 if none */
-    _Alignas(64) int engine_blocked; /* engine-private: an earlier op on it waits to start */
+    _Alignas(64) weft__task_queue_t queue; /* engine-private: its ops start in issue order */
 } weft__comm_t;
 
 struct weft_comm { weft__comm_t c; };

@@ -90,6 +90,15 @@ weft_status_t weft_init(const weft_init_params_t *params)
     WEFT__CHECK_GOTO(weft__config_load(), st, fail_mpi);
     WEFT__CHECK_GOTO(detect_oversubscription(), st, fail_mpi);
     WEFT__CHECK_GOTO(weft__select_load(), st, fail_mpi);
+    const weft__progress_params_t pp = {
+        .timeout_s = weft__cfg.timeout_s,
+        .spin = weft__cfg.spin,
+        .max_sleep_us = weft__cfg.max_sleep_us,
+        .linger_us = weft__cfg.linger_us,
+        .wait_spin_us = weft__cfg.wait_spin_us,
+        .oversubscribed = weft__g.oversubscribed,
+    };
+    weft__progress_init(&weft__op_class, &pp);
     WEFT__CHECK_GOTO(weft__engine_start(), st, fail_mpi);
     WEFT__CHECK_GOTO(weft__obs_init(), st, fail_engine);
     /* release: everything above is visible to threads that see initialized. */

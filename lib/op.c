@@ -1,5 +1,6 @@
 /* op.c - operation objects, issuing, and the transfer helpers of lib/coll. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,11 +25,14 @@ static pthread_key_t op_cache_key;
 static pthread_once_t op_cache_once = PTHREAD_ONCE_INIT;
 static int op_cache_key_ok;
 
+/* The cache links ops through their task's list link (unused while cached). */
+static weft__op_t *op_next_cached(weft__op_t *op) { return (weft__op_t *)(void *)op->task.next; }
+
 static void op_cache_drain(void)
 {
     while (op_cache.head) {
         weft__op_t *op = op_cache.head;
-        op_cache.head = op->next;
+        op_cache.head = op_next_cached(op);
         free(op);
     }
     op_cache.n = 0;
@@ -53,7 +57,7 @@ weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t *
 {
     weft__op_t *op = op_cache.head;
     if (op != NULL) {
-        op_cache.head = op->next;
+        op_cache.head = op_next_cached(op);
         op_cache.n--;
     } else if (posix_memalign((void **)&op, 64, sizeof *op) != 0) {
         /* 64-byte aligned: priv is 16-byte aligned inside the struct */
@@ -64,16 +68,11 @@ weft_status_t weft__op_new(weft__comm_t *comm, weft__opkind_t kind, weft__op_t *
     op->nxfer = 0;
     op->tmp = NULL;
     op->tmp_bytes = 0;
-    op->next = NULL;
+    weft__task_reset(&op->task, &comm->queue);
     op->ready = NULL;
     op->finish = NULL;
-    atomic_init(&op->done, 0);
-    op->status = WEFT_SUCCESS;
-    op->detached = 0;
     op->unbound = 0;
     op->owned = NULL;
-    op->cb_fn = NULL;
-    op->cb_arg = NULL;
     op->kind = kind;
     op->comm = comm;
     op->root = -1;
@@ -102,7 +101,7 @@ void weft__op_free(weft__op_t *op)
             return;
         }
     }
-    op->next = op_cache.head;
+    op->task.next = op_cache.head != NULL ? &op_cache.head->task : NULL;
     op_cache.head = op;
     op_cache.n++;
 }
@@ -184,22 +183,95 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
     }
     atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
     if (req != NULL) {
-        weft__engine_submit(op, false);
+        weft__engine_submit(&op->task, false);
         *req = handle;
         return WEFT_SUCCESS;
     }
     if (op->sop != NULL) { /* stream semantics: the stream waits, not the host */
-        weft__engine_submit(op, false);
+        weft__engine_submit(&op->task, false);
         return WEFT_SUCCESS;
     }
     /* Blocking: do not wake the engine; this thread drives the op itself and
      * wakes the engine only if it has to wait long. */
-    if (!weft__engine_start_inline(op)) weft__engine_submit(op, true);
+    if (!weft__engine_start_inline(&op->task)) weft__engine_submit(&op->task, true);
     if (WEFT__OP_OBSERVED(op)) weft__obs_wait_done(op); /* times the blocked wait */
     else weft__op_wait_done(op);
-    st = op->status;
+    st = op->task.status;
     weft__op_free(op);
     return st;
+}
+
+/* ---- the engine's view of an op (progress/progress.h's task class) ---------------- */
+/* Each runs on the engine side (progress lock held). */
+static bool op_ready(weft__task_t *t)
+{
+    weft__op_t *op = weft__op_of(t);
+    return op->ready == NULL || op->ready(op);
+}
+
+static weft_status_t op_start(weft__task_t *t)
+{
+    weft__op_t *op = weft__op_of(t);
+    t->t_start = op->timed ? weft__now() : weft__now_coarse();
+    const weft_status_t st = op->impl->start(op);
+    if (WEFT__OP_OBSERVED(op)) weft__obs_start(op, st);
+    return st;
+}
+
+static weft_status_t op_step(weft__task_t *t)
+{
+    weft__op_t *op = weft__op_of(t);
+    if (WEFT__OP_OBSERVED(op)) return weft__obs_step(op); /* times the step (trace) */
+    return op->impl->step(op);
+}
+
+static void cancel_xfers(weft__op_t *op)
+{
+    for (int i = 0; i < op->nxfer; i++)
+        if (op->xfer[i].active) op->comm->tp->cancel(op->comm, &op->xfer[i]);
+    op->nxfer = 0;
+}
+
+/* Cleanup, finish hook, observation; the engine publishes the status returned. */
+static weft_status_t op_finish(weft__task_t *t, weft_status_t st)
+{
+    weft__op_t *op = weft__op_of(t);
+    if (st < 0) {
+        cancel_xfers(op);
+        /* Sticky: later ops on this communicator fail fast. */
+        int zero = 0;
+        atomic_compare_exchange_strong_explicit(&op->comm->error, &zero, (int)st,
+                                                memory_order_relaxed, memory_order_relaxed);
+    }
+    if (t->started && op->impl && op->impl->cleanup) op->impl->cleanup(op);
+    if (st == WEFT_SUCCESS && op->finish) st = op->finish(op);
+    if (WEFT__OP_OBSERVED(op)) weft__obs_done(op, st); /* before op may be freed */
+    atomic_fetch_sub_explicit(&op->comm->inflight, 1, memory_order_release);
+    return st;
+}
+
+static void op_describe(const weft__task_t *t, char *buf, size_t cap)
+{
+    const weft__op_t *op = (const weft__op_t *)(const void *)t;
+    const char *algo = weft_algo_name(op->algo);
+    snprintf(buf, cap,
+             "%s on comm %d (rank %d of %d), tag %u, algorithm %s, phase %d step %d, "
+             "%d transfers pending",
+             weft__opkind_name(op->kind), op->comm->id, op->comm->rank, op->comm->size, op->tag,
+             algo ? algo : "?", op->phase, op->stepno, op->nxfer);
+}
+
+const weft__task_class_t weft__op_class = {
+    .ready = op_ready,
+    .start = op_start,
+    .step = op_step,
+    .finish = op_finish,
+    .describe = op_describe,
+};
+
+void weft__op_wait_done(weft__op_t *op)
+{
+    weft__task_wait(&op->task, op->comm->tp->poll_pause);
 }
 
 /* ---- transfer helpers (engine side) ------------------------------------------- */

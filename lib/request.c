@@ -1,5 +1,5 @@
 /*
- * request.c - request handles and completion.
+ * request.c - request handles (completion itself: progress/completion.c).
  *
  * A handle is (generation << 32 | slot + 1). Slots live in chunks that never
  * move and are kept across weft_finalize; a slot's generation changes every
@@ -104,73 +104,6 @@ void weft__request_fini(void)
     pthread_mutex_unlock(&R.lock);
 }
 
-/* ---- completion ------------------------------------------------------------------ */
-/*
- * op->done, the futex word of an op: 0 while it runs, OP_DONE (a value of its
- * own) once complete. While running it may carry OP_SLEEPER (a waiter sleeps
- * on the futex: the completer must wake it) and OP_CB (a completion callback
- * is registered); OP_CLOSING marks an op that finished with a callback and
- * is published (OP_DONE) only once the progress lock is released, just before
- * its callback runs. Keeping the callback flag in this word costs a finishing
- * op no atomic instruction beyond the one that publishes it.
- */
-enum { OP_DONE = 1, OP_SLEEPER = 2, OP_CB = 4, OP_CLOSING = 8 };
-
-/* Publish: status and output visible, a sleeper woken. */
-static void publish(weft__op_t *op)
-{
-    /* release: status and the output buffer are visible to whoever sees done
-     * (acquire: nothing). The wake-up syscall only when a waiter sleeps:
-     * most ops complete under their polling waiter, and a futex call would
-     * add a fifth to a small allreduce. */
-    uint32_t old = atomic_exchange_explicit(&op->done, OP_DONE, memory_order_acq_rel);
-    if (old & OP_SLEEPER) weft__futex_wake(&op->done);
-}
-
-void weft__op_complete(weft__op_t *op, weft_status_t status)
-{
-    /* Stream-bound op: set its completion flag; if the stream side owns the
-     * op (blocking call, or already waited on), it was freed there. */
-    if (op->sop != NULL && weft__stream_op_complete(op, status)) return;
-    op->status = status;
-    publish(op);
-}
-
-static bool is_done(weft__op_t *op)
-{
-    /* acquire: pairs with the release exchange in publish. */
-    return atomic_load_explicit(&op->done, memory_order_acquire) == OP_DONE;
-}
-
-bool weft__op_finish(weft__op_t *op, weft_status_t status)
-{
-    if (op->sop != NULL) { /* never has a callback */
-        weft__op_complete(op, status);
-        return false;
-    }
-    op->status = status;
-    uint32_t cur = atomic_load_explicit(&op->done, memory_order_relaxed);
-    uint32_t next;
-    do {
-        next = (cur & OP_CB) ? (cur | OP_CLOSING) : OP_DONE;
-        /* acq_rel: release publishes status and output (OP_DONE); acquire
-         * takes the registrant's cb_fn/cb_arg (OP_CB was set by a release CAS) */
-    } while (!atomic_compare_exchange_weak_explicit(&op->done, &cur, next, memory_order_acq_rel,
-                                                    memory_order_relaxed));
-    if (cur & OP_CB) return true; /* weft__op_complete_callback publishes it */
-    if (cur & OP_SLEEPER) weft__futex_wake(&op->done);
-    return false;
-}
-
-void weft__op_complete_callback(weft__op_t *op)
-{
-    const weft_request_callback_t fn = op->cb_fn;
-    void *const arg = op->cb_arg;
-    const weft_status_t st = op->status;
-    publish(op); /* a waiter may free op from here on */
-    fn(arg, st);
-}
-
 weft_status_t weft_request_on_complete(weft_request_t req, weft_request_callback_t fn, void *arg)
 {
     if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
@@ -189,22 +122,14 @@ weft_status_t weft_request_on_complete(weft_request_t req, weft_request_callback
         st = WEFT_ERR_UNSUPPORTED; /* completion belongs to the stream */
         goto out;
     }
-    if (op->cb_fn != NULL) { /* written only here, under the lock */
+    if (op->task.cb_fn != NULL) { /* written only under this lock */
         st = WEFT_ERR_INVALID_ARG;
         goto out;
     }
-    op->cb_fn = fn;
-    op->cb_arg = arg;
-    uint32_t cur = atomic_load_explicit(&op->done, memory_order_acquire);
-    while (cur != OP_DONE) {
-        /* release: cb_fn/cb_arg to the finisher's CAS (acquire) */
-        if (atomic_compare_exchange_weak_explicit(&op->done, &cur, cur | OP_CB, memory_order_release,
-                                                  memory_order_acquire))
-            goto out;
-    }
-    /* Already complete (acquire above: its status is visible): run fn here,
-     * outside the lock. */
-    const weft_status_t op_st = op->status;
+    /* Under R.lock: no second registration, and no taker frees op meanwhile. */
+    if (weft__task_on_complete(&op->task, fn, arg)) goto out;
+    /* Already complete (its status is visible): run fn here, outside the lock. */
+    const weft_status_t op_st = op->task.status;
     pthread_mutex_unlock(&R.lock);
     fn(arg, op_st);
     return WEFT_SUCCESS;
@@ -229,7 +154,7 @@ static int take(weft_request_t h, bool if_done, weft__op_t **op)
     if (i != UINT32_MAX) {
         weft__op_t *o = slot_at(i)->op;
         r = 0;
-        if (!if_done || is_done(o)) {
+        if (!if_done || weft__task_done(&o->task)) {
             *op = o;
             release_locked(i);
             r = 1;
@@ -237,64 +162,6 @@ static int take(weft_request_t h, bool if_done, weft__op_t **op)
     }
     pthread_mutex_unlock(&R.lock);
     return r;
-}
-
-/*
- * Wait for op (blocking call, weft_wait, or a stream's wait).
- *
- * The waiter drives the op on this thread (no thread hand-off for short
- * ops; the engine naps off the lock meanwhile, so one thread per process
- * polls) until it has seen no progress for WEFT_WAIT_SPIN_US (10 us on an
- * oversubscribed node), then hands the op to the engine and sleeps on its
- * futex. A nonblocking op was driven by the engine while the caller
- * computed; the waiter takes over what is left. (Leaving it to the engine
- * while the waiter watched cost 8 us per small op in hand-offs on the
- * 2-core machine, and a futex wake-up there takes 0.1 to 5 ms, which is
- * why the budget is long where cores are not oversubscribed.)
- */
-void weft__op_wait_done(weft__op_t *op)
-{
-    if (is_done(op)) return;
-    double budget = 1e-6 * (weft__g.oversubscribed && weft__cfg.wait_spin_us > 10
-                                ? 10 : weft__cfg.wait_spin_us);
-    /* A budget of milliseconds is kept well enough by the kernel tick's clock,
-     * which costs less to read in this loop than the precise one. */
-    double (*clock)(void) = budget >= 2e-3 ? weft__now_coarse : weft__now;
-    double t_end = clock() + budget;
-    unsigned idle = 0;
-    const int pauses = op->comm->tp->poll_pause > 1 ? op->comm->tp->poll_pause : 1;
-    weft__engine_waiter(+1);
-    while (!is_done(op)) {
-        int w = weft__engine_try_progress();
-        if (is_done(op)) break;
-        if (w > 0) { /* the budget counts time without progress */
-            if (idle > 0) t_end = clock() + budget;
-            idle = 0;
-            continue;
-        }
-        if ((++idle & 15) == 0 && clock() > t_end) break;
-        /* w < 0: the lock holder may be preempted; let it run. */
-        if (w < 0 || weft__g.oversubscribed) sched_yield();
-        else for (int k = 0; k < pauses; k++) weft__cpu_relax();
-    }
-    weft__engine_waiter(-1);
-    /* Ops still in flight - other threads', or this one handed over - go back
-     * to the engine (a napping engine resumes by itself within its nap). */
-    const bool done = is_done(op);
-    if (!done || weft__engine_inflight() > 0) weft__engine_wake();
-    if (done) return;
-    /* Hand over: the engine stays awake while ops are in flight and wakes
-     * this futex when the op completes; the timeout is only a safety net. */
-    while (!is_done(op)) {
-        /* announce the sleeper (keeping the callback flags); not once done */
-        uint32_t cur = atomic_load_explicit(&op->done, memory_order_acquire);
-        while (cur != OP_DONE && !(cur & OP_SLEEPER) &&
-               !atomic_compare_exchange_weak_explicit(&op->done, &cur, cur | OP_SLEEPER,
-                                                      memory_order_acq_rel, memory_order_acquire)) {
-        }
-        if (cur == OP_DONE || is_done(op)) break;
-        weft__futex_wait(&op->done, cur | OP_SLEEPER, 10 * 1000 * 1000L);
-    }
 }
 
 /* ---- public ---------------------------------------------------------------------- */
@@ -312,13 +179,13 @@ weft_status_t weft_wait(weft_request_t *req)
     if (op->sop != NULL) {
         /* Stream-bound: the stream waits for the op, the host does not. */
         if (weft__stream_op_wait(op)) return WEFT_SUCCESS;
-        weft_status_t sst = op->status;
+        weft_status_t sst = op->task.status;
         weft__op_free(op);
         return sst;
     }
     if (WEFT__OP_OBSERVED(op)) weft__obs_wait_done(op); /* times the blocked wait */
     else weft__op_wait_done(op);
-    weft_status_t st = op->status;
+    weft_status_t st = op->task.status;
     weft__op_free(op);
     return st;
 }
@@ -340,7 +207,7 @@ weft_status_t weft_test(weft_request_t *req, int *done)
     }
     if (r < 0) return WEFT_ERR_INVALID_REQUEST;
     if (r == 0) return WEFT_SUCCESS;
-    weft_status_t st = op->status;
+    weft_status_t st = op->task.status;
     /* Stream-bound: the stream still has to take the result (copy back). */
     if (op->sop == NULL || !weft__stream_op_wait(op)) weft__op_free(op);
     *req = WEFT_REQUEST_NULL;

@@ -91,10 +91,12 @@ static weft_status_t sop_unref_fn(void *arg)
 static weft_status_t sop_status_fn(void *arg)
 {
     weft__stream_op_t *so = arg;
-    /* acquire: pairs with the release in weft__stream_op_complete. */
+    /* acquire: pairs with the release in stream_on_finish. */
     atomic_thread_fence(memory_order_acquire);
     return so->status < 0 ? so->status : WEFT_SUCCESS;
 }
+
+static bool stream_on_finish(weft__task_t *t, weft_status_t status);
 
 /* ---- the NCCL algorithm: polls the kernel, never moves data itself ----------- */
 static weft_status_t nccl_start(weft__op_t *op)
@@ -315,6 +317,7 @@ weft_status_t weft__stream_prepare(weft__op_t *op)
         op->recvbuf = so->staging;
     }
     op->sop = so;
+    op->task.on_finish = stream_on_finish;
     return WEFT_SUCCESS;
 
 fail:
@@ -401,9 +404,11 @@ int weft__stream_op_wait(weft__op_t *op)
     return 0;
 }
 
-/* Engine side (weft__op_complete). */
-int weft__stream_op_complete(weft__op_t *op, weft_status_t status)
+/* The op's task on_finish hook (progress/progress.h): engine side, as the op
+ * finishes. True when the stream side owned the op and freed it here. */
+static bool stream_on_finish(weft__task_t *t, weft_status_t status)
 {
+    weft__op_t *op = weft__op_of(t);
     weft__stream_op_t *so = op->sop;
     so->status = status;
     if (status < 0 && so->path == PATH_NCCL) weft__stream_set_error(so->s, status);
@@ -415,10 +420,10 @@ int weft__stream_op_complete(weft__op_t *op, weft_status_t status)
     /* acq_rel: pairs with the caller's CAS in weft__stream_op_wait. */
     if (atomic_compare_exchange_strong_explicit(&so->owner, &expected, OWNER_DONE,
                                                 memory_order_acq_rel, memory_order_acquire))
-        return 0;
+        return false;
     /* The stream side owns it: nobody else will look at the op. */
     weft__op_free(op);
-    return 1;
+    return true;
 }
 
 /* Any thread (weft__op_free). */

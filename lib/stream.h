@@ -23,9 +23,6 @@ weft_status_t weft__stream_issue(weft__op_t *op, int blocking);
  * Returns 1 if the op now belongs to the stream side (the caller must not free
  * it), 0 if it already completed (the caller frees it as usual). Caller thread. */
 int weft__stream_op_wait(weft__op_t *op);
-/** weft__op_complete, before publishing: set the op's completion flag. Returns 1
- * if the op belongs to the stream side and was freed here. Engine side. */
-int weft__stream_op_complete(weft__op_t *op, weft_status_t status);
 /** weft_query_algo: the algorithm for a stream-bound comm (NCCL for device
  * buffers on a CUDA stream; NCCL on host buffers mapped to a host algorithm),
  * given the host selection host_choice. Any thread. */

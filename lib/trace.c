@@ -264,20 +264,20 @@ void weft__trace_issue(const weft__op_t *op) { op_event(op, "issue", op->t_issue
 
 void weft__trace_start(const weft__op_t *op, weft_status_t st)
 {
-    op_event(op, "start", op->t_issue, op->t_start - op->t_issue, 0, 0);
+    op_event(op, "start", op->t_issue, op->task.t_start - op->t_issue, 0, 0);
     if (st != WEFT_INPROGRESS) {
         /* All the work happened inside start(): that is the op's one step. */
-        op_event(op, "step", op->t_start, weft__now() - op->t_start, op->phase, op->stepno);
+        op_event(op, "step", op->task.t_start, weft__now() - op->task.t_start, op->phase, op->stepno);
         return;
     }
     double *t = step_slot(op, 1);
-    if (t) *t = op->t_start;
+    if (t) *t = op->task.t_start;
 }
 
 void weft__trace_step(const weft__op_t *op, int phase, int stepno, double t_end)
 {
     double *t = step_slot(op, 0);
-    double t0 = t ? *t : op->t_start;
+    double t0 = t ? *t : op->task.t_start;
     op_event(op, "step", t0, t_end - t0, phase, stepno);
     if (t) *t = t_end;
 }
@@ -285,7 +285,7 @@ void weft__trace_step(const weft__op_t *op, int phase, int stepno, double t_end)
 void weft__trace_done(const weft__op_t *op, weft_status_t st, double t_end)
 {
     /* An op that never started (failed at once, finalize) spans from issue. */
-    double t0 = op->started ? op->t_start : op->t_issue;
+    double t0 = op->task.started ? op->task.t_start : op->t_issue;
     op_event(op, "complete", t0, t_end - t0, (int)st, 0);
     step_forget(op);
 }

@@ -93,6 +93,11 @@ void weft__op_free(weft__op_t *op);
  */
 weft_status_t weft__issue(weft__op_t *op, weft_request_t *req);
 
+/** How the engine runs ops (lib/op.c), given to weft__progress_init. */
+extern const weft__task_class_t weft__op_class;
+/** Wait until op completed, driving progress (weft__task_wait). Any thread. */
+void weft__op_wait_done(weft__op_t *op);
+
 /** Free the calling thread's cache of ops (weft_finalize; other threads' caches
  * are freed when they exit). */
 void weft__op_cache_trim(void);

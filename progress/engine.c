@@ -1,20 +1,22 @@
 /*
  * engine.c - the progress engine: one background thread per process drives
- * every operation in flight.
+ * every task (the core's operations) in flight. It knows a task only through
+ * progress.h: the class the core registered runs, steps and finishes it.
  *
  * Shape:
  *  - Submission: a lock-free multi-producer stack (one CAS per push); the
- *    consumer detaches the whole stack at once and reverses it, so ops keep
- *    their issue order.
+ *    consumer detaches the whole stack at once and reverses it, so tasks keep
+ *    their submission order.
  *  - Progress pass (weft__engine_try_progress): run by whoever holds the
  *    progress lock (a try-lock): the engine thread, or a caller waiting in
  *    weft_wait, which avoids a thread hand-off for small messages. A pass
- *    drains the submission stack into the active list (issue order), starts
- *    ops (per communicator strictly in issue order, and only when ready(),
- *    e.g. the stream work before them is done), steps started ops, completes
- *    finished ones and runs the hang watchdog. It is never re-entered.
+ *    drains the submission stack into the active list (submission order),
+ *    starts tasks (per queue - a communicator - strictly in order, and only
+ *    when ready, e.g. the stream work before them is done), steps started
+ *    tasks, finishes completed ones, runs the hang watchdog and the progress
+ *    hooks (transports' workers). It is never re-entered.
  *  - Inline start (weft__engine_start_inline): a blocking call with nothing
- *    else in flight starts its op on its own thread under the lock, without
+ *    else in flight starts its task on its own thread under the lock, without
  *    the submission stack.
  *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield while work is
  *    in flight; on a futex when idle. Oversubscribed nodes (more ranks than
@@ -24,6 +26,7 @@
  *    spinning beside it: one poller per process.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "weft_internal.h"
+#include "log.h"
+#include "progress_private.h"
 
 /* ---- state ------------------------------------------------------------------ */
 /* Fields written by different threads sit on separate cache lines: callers
@@ -44,20 +48,20 @@
  * 20 us nap beside a polling waiter (a submission need not wake it). */
 enum { SLEEP_NONE, SLEEP_DEEP, SLEEP_NAP };
 static struct {
-    _Alignas(64) _Atomic(weft__op_t *) submit_top; /* multi-producer stack */
+    _Alignas(64) _Atomic(weft__task_t *) submit_top; /* multi-producer stack */
     _Alignas(64) atomic_flag lock;                 /* the progress lock */
     _Alignas(64) _Atomic uint32_t wake;            /* futex word the idle engine sleeps on */
     _Atomic int sleeping;                        /* SLEEP_*: engine is (about to be) asleep */
     _Atomic int stop;
     _Atomic int running;
-    _Atomic int finalize_fail;                   /* fail every op with WEFT_ERR_FINALIZING */
+    _Atomic int finalize_fail;                   /* fail every task with WEFT_ERR_FINALIZING */
     _Alignas(64) _Atomic int inflight;             /* issued and not completed */
     _Alignas(64) _Atomic int waiters;              /* callers polling in a wait right now */
     _Alignas(64) pthread_t thread;
     pthread_mutex_t start_mutex;
     /* engine side (under the progress lock) */
-    weft__op_t *active_head, *active_tail;
-    weft__op_t *callbacks; /* finished ops whose callbacks run after the lock */
+    weft__task_t *active_head, *active_tail;
+    weft__task_t *callbacks; /* finished ops whose callbacks run after the lock */
     uint64_t pass;
     double next_watchdog;
     /* progress hooks: written before nhooks counts them (release) */
@@ -102,17 +106,27 @@ void weft__progress_hook_remove(weft__progress_fn fn, void *arg)
     pthread_mutex_unlock(&E.start_mutex);
 }
 
+weft__progress_params_t weft__pp = {.spin = 100, .max_sleep_us = 100, .linger_us = 1000,
+                                     .wait_spin_us = 20000};
+static weft__task_class_t K; /* how tasks run (weft__progress_init) */
+
+void weft__progress_init(const weft__task_class_t *cls, const weft__progress_params_t *params)
+{
+    K = *cls;
+    weft__pp = *params;
+}
+
 int weft__engine_inflight(void) { return atomic_load_explicit(&E.inflight, memory_order_acquire); }
 
 /* ---- submission (any thread) --------------------------------------------------- */
-void weft__engine_submit(weft__op_t *op, bool nowake)
+void weft__engine_submit(weft__task_t *t, bool nowake)
 {
     atomic_fetch_add_explicit(&E.inflight, 1, memory_order_relaxed);
-    weft__op_t *top = atomic_load_explicit(&E.submit_top, memory_order_relaxed);
+    weft__task_t *top = atomic_load_explicit(&E.submit_top, memory_order_relaxed);
     do {
-        op->next = top;
-        /* release: the op's fields are visible to the consumer that pops it. */
-    } while (!atomic_compare_exchange_weak_explicit(&E.submit_top, &top, op, memory_order_release,
+        t->next = top;
+        /* release: the task's fields are visible to the consumer that pops it. */
+    } while (!atomic_compare_exchange_weak_explicit(&E.submit_top, &top, t, memory_order_release,
                                                     memory_order_relaxed));
     if (!nowake) weft__engine_wake();
 }
@@ -135,16 +149,16 @@ static void drain_submissions(void)
      * the exchange is a locked instruction. */
     if (atomic_load_explicit(&E.submit_top, memory_order_relaxed) == NULL) return;
     /* acquire: pairs with the release CAS in weft__engine_submit. */
-    weft__op_t *list = atomic_exchange_explicit(&E.submit_top, NULL, memory_order_acquire);
-    weft__op_t *rev = NULL;
+    weft__task_t *list = atomic_exchange_explicit(&E.submit_top, NULL, memory_order_acquire);
+    weft__task_t *rev = NULL;
     while (list) { /* the stack is newest-first: reverse to issue order */
-        weft__op_t *n = list->next;
+        weft__task_t *n = list->next;
         list->next = rev;
         rev = list;
         list = n;
     }
     while (rev) {
-        weft__op_t *n = rev->next;
+        weft__task_t *n = rev->next;
         rev->next = NULL;
         if (E.active_tail) E.active_tail->next = rev;
         else E.active_head = rev;
@@ -153,33 +167,17 @@ static void drain_submissions(void)
     }
 }
 
-static void cancel_xfers(weft__op_t *op)
+/* Finish a task: the class releases it, then it is published (or queued
+ * for its callback). Engine side. */
+static void finish_task(weft__task_t *t, weft_status_t st)
 {
-    for (int i = 0; i < op->nxfer; i++)
-        if (op->xfer[i].active) op->comm->tp->cancel(op->comm, &op->xfer[i]);
-    op->nxfer = 0;
-}
-
-/* Finish an op: cleanup, finish hook, publish. Engine side. */
-static void finish_op(weft__op_t *op, weft_status_t st)
-{
-    if (st < 0) {
-        cancel_xfers(op);
-        /* Sticky: later ops on this communicator fail fast. */
-        int zero = 0;
-        atomic_compare_exchange_strong_explicit(&op->comm->error, &zero, (int)st,
-                                                memory_order_relaxed, memory_order_relaxed);
-    }
-    if (op->started && op->impl && op->impl->cleanup) op->impl->cleanup(op);
-    if (st == WEFT_SUCCESS && op->finish) st = op->finish(op);
-    if (WEFT__OP_OBSERVED(op)) weft__obs_done(op, st); /* before op may be freed */
-    atomic_fetch_sub_explicit(&op->comm->inflight, 1, memory_order_release);
+    st = K.finish(t, st);
     atomic_fetch_sub_explicit(&E.inflight, 1, memory_order_release);
-    if (weft__op_finish(op, st)) {
+    if (weft__task_finish(t, st)) {
         /* a callback: published by run_callbacks once the lock is released
-         * (callbacks of different ops have no order) */
-        op->next = E.callbacks;
-        E.callbacks = op;
+         * (callbacks of different tasks have no order) */
+        t->next = E.callbacks;
+        E.callbacks = t;
     }
 }
 
@@ -187,39 +185,33 @@ static void finish_op(weft__op_t *op, weft_status_t st)
  * lock NOT held: a callback may issue nonblocking operations or test its
  * request, and a slow one must not stall the engine's other ops' passes on
  * other threads. */
-static void run_callbacks(weft__op_t *list)
+static void run_callbacks(weft__task_t *list)
 {
     while (list) {
-        weft__op_t *next = list->next;
+        weft__task_t *next = list->next;
         list->next = NULL;
-        weft__op_complete_callback(list); /* list may be freed from here */
+        weft__task_run_callback(list); /* list may be freed from here */
         list = next;
     }
 }
 
-static void report_stuck(weft__op_t *op, double now, const char *why)
+static void report_stuck(weft__task_t *t, double now, const char *why)
 {
-    WEFT__ERROR("%s: %s on comm %d (rank %d of %d), tag %u, algorithm %s, phase %d step %d, "
-                "%d transfers pending, %.1f s since %s",
-                why, weft__opkind_name(op->kind), op->comm->id, op->comm->rank, op->comm->size,
-                op->tag, weft_algo_name(op->algo) ? weft_algo_name(op->algo) : "?", op->phase,
-                op->stepno, op->nxfer, now - (op->started ? op->t_start : op->t_issue),
-                op->started ? "start" : "issue (never started)");
+    char what[256] = "";
+    K.describe(t, what, sizeof what);
+    WEFT__ERROR("%s: %s, %.1f s since %s", why, what, now - t->t_start,
+                t->started ? "start" : "issue (never started)");
 }
 
-/* Transfers completed by algorithm steps (weft__coll_test), so that a pass
- * that moved a long op forward counts as work and the backoff stays hot.
- * Engine side only (under the progress lock). */
+/* Work steps did that their status does not show (weft__coll_test's
+ * completed transfers). Engine side only (under the progress lock). */
 unsigned weft__engine_events;
 
-/* Start op (its turn came, it is ready). Engine side (progress lock held). */
-static weft_status_t start_op(weft__op_t *op)
+/* Start t (its turn came, it is ready). Engine side (progress lock held). */
+static weft_status_t start_task(weft__task_t *t)
 {
-    op->started = 1;
-    op->t_start = op->timed ? weft__now() : weft__now_coarse();
-    const weft_status_t st = op->impl->start(op);
-    if (WEFT__OP_OBSERVED(op)) weft__obs_start(op, st);
-    return st;
+    t->started = 1;
+    return K.start(t);
 }
 
 /* One pass over the active list. Returns the amount of work done: ops started
@@ -236,7 +228,7 @@ static int progress_pass(void)
     bool fail_all = atomic_load_explicit(&E.finalize_fail, memory_order_acquire) != 0;
     /* The watchdog every 64 passes (it fires every 50 ms at most), on the
      * cheap clock: a polling pass is a few hundred ns. */
-    if (fail_all || (weft__cfg.timeout_s > 0 && (E.pass & 63) == 0)) {
+    if (fail_all || (weft__pp.timeout_s > 0 && (E.pass & 63) == 0)) {
         now = weft__now_coarse();
         if (now >= E.next_watchdog || fail_all) {
             watchdog = true;
@@ -244,50 +236,47 @@ static int progress_pass(void)
         }
     }
 
-    weft__op_t *prev = NULL, *op = E.active_head;
-    while (op) {
-        weft__op_t *next = op->next;
+    weft__task_t *prev = NULL, *t = E.active_head;
+    while (t) {
+        weft__task_t *next = t->next;
         weft_status_t st = WEFT_INPROGRESS;
-        weft__comm_t *c = op->comm;
+        weft__task_queue_t *q = t->queue;
 
-        if (!op->started) {
-            if ((uint64_t)c->engine_blocked == (E.pass & 0x7fffffff) + 1) {
-                st = WEFT_INPROGRESS; /* an earlier op on this comm has not started */
-            } else if (op->ready && !op->ready(op)) {
-                c->engine_blocked = (int)((E.pass & 0x7fffffff) + 1);
+        if (!t->started) {
+            if ((uint64_t)q->blocked == (E.pass & 0x7fffffff) + 1) {
+                st = WEFT_INPROGRESS; /* an earlier task of its queue has not started */
+            } else if (!K.ready(t)) {
+                q->blocked = (int)((E.pass & 0x7fffffff) + 1);
             } else {
-                st = start_op(op);
+                st = start_task(t);
                 work++;
             }
         }
-        if (op->started && st == WEFT_INPROGRESS) {
-            if (WEFT__OP_OBSERVED(op)) st = weft__obs_step(op); /* times the step (trace) */
-            else st = op->impl->step(op);
-        }
+        if (t->started && st == WEFT_INPROGRESS) st = K.step(t);
 
         if (st == WEFT_INPROGRESS && watchdog) {
             if (fail_all) {
-                report_stuck(op, now, "weft_finalize: operation did not complete");
+                report_stuck(t, now, "weft_finalize: operation did not complete");
                 st = WEFT_ERR_FINALIZING;
-            } else if (op->started && now - op->t_start > weft__cfg.timeout_s) {
-                /* Counted from the start: an op held back by long work on its
+            } else if (t->started && now - t->t_start > weft__pp.timeout_s) {
+                /* Counted from the start: a task held back by long work on its
                  * stream is not stuck. */
-                report_stuck(op, now, "hang watchdog (WEFT_TIMEOUT)");
+                report_stuck(t, now, "hang watchdog (WEFT_TIMEOUT)");
                 st = WEFT_ERR_TIMEOUT;
             }
         }
         if (st != WEFT_INPROGRESS) {
-            /* unlink before publishing: the waiter may free op at once */
+            /* unlink before publishing: the waiter may free t at once */
             if (prev) prev->next = next;
             else E.active_head = next;
-            if (E.active_tail == op) E.active_tail = prev;
-            op->next = NULL;
-            finish_op(op, st);
+            if (E.active_tail == t) E.active_tail = prev;
+            t->next = NULL;
+            finish_task(t, st);
             work++;
         } else {
-            prev = op;
+            prev = t;
         }
-        op = next;
+        t = next;
     }
     /* The progress hooks (transports' workers) last: a hook may skip its
      * work when the ops' tests above already progressed it (UCX). Every
@@ -300,12 +289,12 @@ static int progress_pass(void)
     return work + (int)(weft__engine_events - events0);
 }
 
-bool weft__engine_start_inline(weft__op_t *op)
+bool weft__engine_start_inline(weft__task_t *t)
 {
-    /* Nothing issued and not completed anywhere (a submission counts itself
-     * before it pushes): no earlier op of this communicator can be waiting
-     * to start, so starting op here keeps the per-communicator order. An op
-     * another thread issues concurrently has no order with this one. */
+    /* Nothing submitted and not completed anywhere (a submission counts
+     * itself before it pushes): no earlier task of its queue can be waiting
+     * to start, so starting t here keeps the queue's order. A task another
+     * thread submits concurrently has no order with this one. */
     if (atomic_load_explicit(&E.inflight, memory_order_relaxed) != 0) return false;
     /* acquire: as in weft__engine_try_progress. */
     if (atomic_flag_test_and_set_explicit(&E.lock, memory_order_acquire)) return false;
@@ -314,10 +303,10 @@ bool weft__engine_start_inline(weft__op_t *op)
         return false;
     }
     atomic_fetch_add_explicit(&E.inflight, 1, memory_order_relaxed);
-    op->next = NULL;
-    const weft_status_t st = start_op(op);
-    if (st == WEFT_INPROGRESS) E.active_head = E.active_tail = op;
-    else finish_op(op, st);
+    t->next = NULL;
+    const weft_status_t st = start_task(t);
+    if (st == WEFT_INPROGRESS) E.active_head = E.active_tail = t;
+    else finish_task(t, st);
     /* release: publish engine state to the next holder. */
     atomic_flag_clear_explicit(&E.lock, memory_order_release);
     return true;
@@ -328,7 +317,7 @@ int weft__engine_try_progress(void)
     /* acquire: the previous holder's writes to engine state are visible. */
     if (atomic_flag_test_and_set_explicit(&E.lock, memory_order_acquire)) return -1;
     int work = progress_pass();
-    weft__op_t *cbs = E.callbacks;
+    weft__task_t *cbs = E.callbacks;
     E.callbacks = NULL;
     /* release: publish engine state to the next holder. */
     atomic_flag_clear_explicit(&E.lock, memory_order_release);
@@ -346,8 +335,8 @@ void weft__engine_unlock(void) { atomic_flag_clear_explicit(&E.lock, memory_orde
 
 static int spin_limit(void)
 {
-    int s = weft__cfg.spin;
-    if (weft__g.oversubscribed && s > 16) s = 16;
+    int s = weft__pp.spin;
+    if (weft__pp.oversubscribed && s > 16) s = 16;
     return s;
 }
 
@@ -360,12 +349,12 @@ void weft__engine_backoff(unsigned idle)
     unsigned spin = (unsigned)spin_limit();
     if (idle < spin) {
         weft__cpu_relax();
-    } else if (!weft__g.oversubscribed) {
+    } else if (!weft__pp.oversubscribed) {
         sched_yield();
     } else {
         unsigned k = idle - spin;
         long us = 1L << (k / 2 > 10 ? 10 : k / 2);
-        if (us > weft__cfg.max_sleep_us) us = weft__cfg.max_sleep_us;
+        if (us > weft__pp.max_sleep_us) us = weft__pp.max_sleep_us;
         if (us < 1) us = 1;
         struct timespec ts = {0, us * 1000L};
         nanosleep(&ts, NULL);
@@ -382,7 +371,7 @@ static void *engine_main(void *arg)
     WEFT__UNUSED(arg);
     unsigned idle = 0;
     double last_work = weft__now();
-    const double linger = weft__g.oversubscribed ? 0.0 : 1e-6 * weft__cfg.linger_us;
+    const double linger = weft__pp.oversubscribed ? 0.0 : 1e-6 * weft__pp.linger_us;
 #if defined(PR_SET_TIMERSLACK)
     /* Backoff naps are tens of microseconds: ask for a precise timer. */
     (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);

@@ -12,6 +12,7 @@
 
 #include "comm.h"
 #include "log.h"
+#include "progress.h"
 #include "reduce.h"
 #include "sys.h"
 #include "transport.h"
@@ -64,6 +65,10 @@ typedef struct weft__algo_impl {
 #define WEFT__PRIV_BYTES 512
 
 struct weft__op {
+    /** What the engine drives (progress/progress.h): its list links, the
+     * start flag and time, and the completion word. First member: the
+     * engine's task is the op (weft__op_of). */
+    weft__task_t task;
     /* -- set when issued (caller thread), read-only afterwards -- */
     weft__opkind_t kind;
     weft__comm_t *comm;
@@ -95,7 +100,6 @@ struct weft__op {
     struct weft__stream_op *sop;
 
     /* -- engine side state -- */
-    int started;
     int phase, stepno;       /* free for the algorithm */
     weft__xfer_t xfer[WEFT__MAX_XFER];
     int nxfer;               /* transfers posted in the current step */
@@ -104,20 +108,13 @@ struct weft__op {
     /* weft__now() when the op was issued with observability on (timed = 1:
      * the profiler and the trace see only such ops), else the coarse clock,
      * which is all the watchdog needs and costs less than the precise one */
-    double t_issue, t_start;
+    double t_issue;          /* (the start time is task.t_start) */
     int timed;
-    weft__op_t *next;        /* engine lists / submission queue */
     _Alignas(16) unsigned char priv[WEFT__PRIV_BYTES]; /* algorithm-private state */
-
-    /* -- completion (see lib/request.c) -- */
-    _Atomic uint32_t done;   /* futex word: 0 running, then complete (lib/request.c) */
-    weft_status_t status;    /* written before done = 1 (release) */
-    int detached;            /* no request handle: freed by the engine */
-    /* completion callback (weft_request_on_complete, lib/request.c): fn and
-     * arg written under the request lock before OP_CB is set in `done` */
-    weft_request_callback_t cb_fn;
-    void *cb_arg;
 };
+
+/** The op whose task t is (the task is its first member). Any thread. */
+static inline weft__op_t *weft__op_of(weft__task_t *t) { return (weft__op_t *)(void *)t; }
 
 /**
  * Scratch memory for algorithms, engine side (under the progress lock). A few
