@@ -128,7 +128,7 @@ def check(root, path):
                 continue
             parts = p.split("/")
             for i, part in enumerate(parts):
-                if re.fullmatch(r"[A-Z][A-Z_]+", part):  # a placeholder
+                if re.fullmatch(r"[A-Z][A-Z_]+(\.\w+)?", part):  # a placeholder (NAME, NAME.1)
                     p = "/".join(parts[:i])
                     break
             if rel == os.path.join("doc", "install.md") and p.startswith("lib/"):
