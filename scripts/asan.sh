@@ -40,9 +40,9 @@ tests=(
   # Loom: the fast ones (overfit and the CLI runs take minutes under ASan)
   loom_grad loom_conv_ref loom_idx loom_idx_corrupt loom_checkpoint loom_determinism
   loom_mesh loom_dp-n2 loom_spatial-n4
-  # the benchmark that preloads the UCX probe (benchmarks/meson.build puts
-  # libasan first in LD_PRELOAD in this build) and one plain smoke run
-  bench-weft_lat_split-smoke bench-weft_osu_halo-smoke
+  # the lab program that preloads the UCX probe (benchmarks/lab/meson.build
+  # puts libasan first in LD_PRELOAD in this build) and one plain smoke run
+  lab-weft_lat_split-smoke bench-weft_osu_halo-smoke
 )
 # Build only what the selected tests run (the programs and what they depend
 # on), not every benchmark and tool.

@@ -3,7 +3,7 @@
 #   1. `meson install` into a temporary staging directory (DESTDIR): the
 #      installed tree is relocatable (run paths $ORIGIN/../lib, weft.pc's
 #      prefix from its own place, WeftConfig.cmake from its own place);
-#   2. what must and must not be installed;
+#   2. what must and must not be installed (nothing of benchmarks/lab/);
 #   3. the examples copied out of PREFIX/share/doc/weft/examples and built
 #      outside the source tree, one with pkg-config (make), one with CMake;
 #   4. both run under mpiexec -n 2 with nothing in the environment but PATH;
@@ -39,11 +39,30 @@ for f in include/weft.h include/weft_mpi.h lib/libweft.so lib/pkgconfig/weft.pc 
          share/doc/weft/examples/stream_allreduce.c bin/weft-info bin/weft-trace; do
     [ -e "$prefix/$f" ] || fail "$f is not installed"
 done
-# Investigation programs and debugging shims stay in the build tree.
-for f in bin/ucx_raw_lat bin/weft_lat_split bin/ucx_profile.sh bin/transports.sh; do
-    [ ! -e "$prefix/$f" ] || fail "$f is installed (an investigation program)"
+# The lab (benchmarks/lab/: investigation programs, scripts and the
+# LD_PRELOAD probe) stays in the build tree: no file of the prefix may be named
+# after one of its sources (NAME.c gives NAME and libNAME.so), and the build's
+# own account (meson introspect) must mark none of its targets as installed.
+lab=$(cd "$(dirname "$0")/../benchmarks/lab" && pwd)
+nlab=0
+for src in "$lab"/*.c "$lab"/*.sh; do
+    base=$(basename "$src"); stem=${base%.c}
+    for n in "$base" "$stem" "lib$stem.so"; do
+        if find "$prefix" -name "$n" | grep -q .; then
+            fail "$(cd "$prefix" && find . -name "$n" | head -n 1) is installed (benchmarks/lab/$base)"
+        fi
+    done
+    nlab=$((nlab + 1))
 done
-if find "$prefix" -name '*probe*' | grep -q .; then fail "a debugging shim is installed"; fi
+[ "$nlab" -ge 5 ] || fail "only $nlab sources found in $lab"
+meson introspect "$build" --targets | python3 -c '
+import json, sys
+bad = [t["name"] for t in json.load(sys.stdin)
+       if "/benchmarks/lab/" in t["defined_in"] and t["installed"]]
+if bad:
+    sys.exit("test_install: FAIL: lab targets marked installed: " + ", ".join(bad))
+' || exit 1
+echo "ok: nothing of benchmarks/lab ($nlab sources) installed"
 
 # ---- 3. build two user programs outside the source tree -------------------------------
 mkdir "$tmp/pc" "$tmp/cm"
@@ -103,10 +122,16 @@ for page in weft_iallreduce weft_init weft-info weft_osu_allreduce; do
         { cat "$tmp/man.txt" >&2; fail "man $page"; }
     grep -q "$page" "$tmp/man.txt" || fail "man $page shows another page"
 done
-# Every installed program has its page.
+# Every installed program has its page, and every program page an installed
+# program (a program moved out of the product, to benchmarks/lab/, takes its
+# page along).
 for exe in "$prefix"/bin/*; do
     name=$(basename "$exe")
     [ "$name" = loom ] && continue
     [ -e "$prefix/share/man/man1/$name.1" ] || fail "no man page for $name"
+done
+for page in "$prefix"/share/man/man1/*.1; do
+    name=$(basename "$page" .1)
+    [ -e "$prefix/bin/$name" ] || fail "man page $name.1 for a program that is not installed"
 done
 echo "ok: man pages"

@@ -1,8 +1,8 @@
 #!/bin/sh
 # transports.sh - compare Weft's transports (doc/notes/ucx_measurements.md).
 #
-#   benchmarks/transports.sh BUILD OUTDIR [-n NP] [-k REPEATS] [-r ROUNDS]
-#                            [-l LAT_MAX] [-b BW_MAX] [-a AR_MAX] [-t "mpi ucx auto"]
+#   benchmarks/lab/transports.sh BUILD OUTDIR [-n NP] [-k REPEATS] [-r ROUNDS]
+#                                [-l LAT_MAX] [-b BW_MAX] [-a AR_MAX] [-t "mpi ucx auto"]
 #
 # Runs, on NP ranks (default 2, bound to cores: BIND, default "-bind-to core",
 # is passed to mpiexec; BIND= runs unbound), REPEATS times (default 1), each time for every
@@ -21,18 +21,39 @@
 # not built (ucx) is reported and the script exits 1.
 set -eu
 
+# The Weft version: written in by the build's copy (BUILD/benchmarks/lab/), else
+# read from the source tree's meson.build.
+version=@WEFT_VERSION@
+case $version in
+    @*) version=$(sed -n "s/^ *version : '\\([^']*\\)',\$/\\1/p" \
+                      "$(dirname "$0")/../../meson.build" 2>/dev/null || true) ;;
+esac
+prog=$(basename "$0")
 usage() {
-    echo "usage: $0 BUILD OUTDIR [-n NP] [-k REPEATS] [-r ROUNDS] [-l LAT_MAX] [-b BW_MAX]" \
-         "[-a AR_MAX] [-t TRANSPORTS]" >&2
+    echo "usage: $prog BUILD OUTDIR [-n NP] [-k REPEATS] [-r ROUNDS] [-l LAT_MAX] [-b BW_MAX]" \
+         "[-a AR_MAX] [-t TRANSPORTS]"
+    echo "Weft's transports compared, REPEATS runs, medians (doc/notes/ucx_measurements.md)."
+}
+usage_error() { # MESSAGE: exit 2, as every Weft program
+    echo "$prog: error: $1" >&2
+    echo "Try '$prog --help'." >&2
     exit 2
 }
-[ $# -ge 2 ] || usage
+case ${1-} in
+    -h|--help) usage; exit 0 ;;
+    -V|--version) echo "$prog (Weft) $version"; exit 0 ;;
+    -*) usage_error "unknown option '$1'" ;;
+esac
+[ $# -ge 2 ] || usage_error "BUILD and OUTDIR are needed"
 build=$1
 out=$2
 shift 2
 np=2 reps=1 rounds=7 lat_max=64K bw_max=4M ar_max=16M tps="mpi ucx auto"
 while [ $# -gt 0 ]; do
-    [ $# -ge 2 ] || usage
+    case $1 in
+        -n|-k|-r|-l|-b|-a|-t) [ $# -ge 2 ] || usage_error "option '$1' needs a value" ;;
+        *) usage_error "unknown option '$1'" ;;
+    esac
     case $1 in
         -n) np=$2 ;;
         -k) reps=$2 ;;
@@ -41,7 +62,6 @@ while [ $# -gt 0 ]; do
         -b) bw_max=$2 ;;
         -a) ar_max=$2 ;;
         -t) tps=$2 ;;
-        *) usage ;;
     esac
     shift 2
 done

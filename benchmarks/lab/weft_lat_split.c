@@ -3,8 +3,8 @@
  * over the MPI transport and over UCX, in the same two processes. Needs the
  * UCX probe preloaded (it reads the probe's time stamps; doc/notes/ucx_measurements.md):
  *
- *   mpiexec -n 2 -env LD_PRELOAD build/benchmarks/libucx_progress_probe.so \
- *       build/benchmarks/weft_lat_split [-m BYTES] [-i ITERS] [-r ROUNDS]
+ *   mpiexec -n 2 -env LD_PRELOAD build/benchmarks/lab/libucx_progress_probe.so \
+ *       build/benchmarks/lab/weft_lat_split [-m BYTES] [-i ITERS] [-r ROUNDS]
  *
  * Ranks 0 and 1 ping-pong BYTES (default 4096) with weft_send/weft_recv on a
  * communicator over each transport, in ROUNDS (default 10) alternating blocks
@@ -27,6 +27,7 @@
  * Ranks above 1 wait. Exit 77 without the probe, without UCX, or on 1 rank.
  */
 #include <dlfcn.h>
+#include <getopt.h>
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -34,7 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_common.h" /* bench_parse_long */
+#include <weft_mpi.h>
+
+#include "weft_cli.h"
+
+#define PROG "weft_lat_split"
 
 enum { NSPLIT = 6, TAG = 5, REC = 6 };
 static const char *const split_name[NSPLIT] = {"send->post", "post call", "in flight",
@@ -112,19 +117,55 @@ int main(int argc, char **argv)
     MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &np), rc);
     if (rc != 0) return 1;
     long bytes = 4096, iters = 2000, rounds = 10;
-    for (int a = 1; a < argc; a++) {
-        long *dst = strcmp(argv[a], "-m") == 0   ? &bytes
-                    : strcmp(argv[a], "-i") == 0 ? &iters
-                    : strcmp(argv[a], "-r") == 0 ? &rounds
-                                                 : NULL;
-        if (dst == NULL || a + 1 >= argc || bench_parse_long(argv[++a], dst == &bytes ? 0 : 1, dst) ||
-            *dst > (dst == &bytes ? (1L << 30) : 1000000)) {
-            if (me == 0)
-                fprintf(stderr, "usage: weft_lat_split [-m BYTES] [-i ITERS] [-r ROUNDS] "
-                                "(with libucx_progress_probe.so preloaded)\n");
-            MPI_Finalize();
-            return 2;
+    static const struct option longopts[] = {{"help", no_argument, NULL, 'h'},
+                                             {"version", no_argument, NULL, 'V'},
+                                             {NULL, 0, NULL, 0}};
+    opterr = 0;
+    int c, usage_rc = -1; /* -1: run; 0: --help/--version done; 2: usage error */
+    while (usage_rc < 0 && (c = getopt_long(argc, argv, ":m:i:r:hV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm': {
+            size_t sz = 0;
+            if (weft_cli_parse_size(optarg, &sz) != 0 || sz > (1u << 30))
+                usage_rc = me == 0 ? weft_cli_usage_error(PROG, "bad -m '%s' (bytes, 0 .. 1G)", optarg)
+                                   : WEFT_CLI_USAGE;
+            bytes = (long)sz;
+            break;
         }
+        case 'i':
+        case 'r':
+            if (weft_cli_parse_long(optarg, 1, 1000000, c == 'i' ? &iters : &rounds) != 0)
+                usage_rc = me == 0 ? weft_cli_usage_error(PROG, "bad -%c '%s' (1 .. 1000000)", c, optarg)
+                                   : WEFT_CLI_USAGE;
+            break;
+        case 'h':
+            if (me == 0)
+                printf("usage: mpiexec -n 2 -env LD_PRELOAD .../libucx_progress_probe.so %s\n"
+                       "           [-m BYTES] [-i ITERS] [-r ROUNDS]\n"
+                       "One message of a Weft ping-pong split into five intervals, per transport\n"
+                       "(doc/notes/ucx_measurements.md). Exit 77 without the probe, UCX or 2 ranks.\n"
+                       "  -m BYTES   message size (default 4096; suffixes K, M, G)\n"
+                       "  -i ITERS   round trips per block (default 2000)\n"
+                       "  -r ROUNDS  alternating blocks per transport (default 10)\n"
+                       "  -h, --help; -V, --version\n",
+                       PROG);
+            usage_rc = 0;
+            break;
+        case 'V':
+            if (me == 0) weft_cli_version(stdout, PROG);
+            usage_rc = 0;
+            break;
+        default:
+            usage_rc = me == 0 ? weft_cli_getopt_error(PROG, c, argv, longopts) : WEFT_CLI_USAGE;
+            break;
+        }
+    }
+    if (usage_rc < 0 && optind < argc)
+        usage_rc = me == 0 ? weft_cli_usage_error(PROG, "unexpected argument '%s'", argv[optind])
+                           : WEFT_CLI_USAGE;
+    if (usage_rc >= 0) {
+        MPI_Finalize();
+        return usage_rc;
     }
     probe_t p = {dlsym(RTLD_DEFAULT, "ucx_probe_stamp"), dlsym(RTLD_DEFAULT, "ucx_probe_ticks"),
                  dlsym(RTLD_DEFAULT, "ucx_probe_ns_per_tick")};

@@ -2,7 +2,7 @@
 # ucx_profile.sh - where the point-to-point latency of Weft over UCX and of
 # Weft over MPI goes, per message size (doc/notes/ucx_measurements.md, "The profile").
 #
-#   benchmarks/ucx_profile.sh BUILD OUTDIR [-s "8 1024 4096 8192"] [-k REPEATS] [-r ROUNDS]
+#   benchmarks/lab/ucx_profile.sh BUILD OUTDIR [-s "8 1024 4096 8192"] [-k REPEATS] [-r ROUNDS]
 #
 # Per size and repeat (default 3), on 2 ranks (BIND, default "-bind-to core",
 # is passed to mpiexec; BIND= runs unbound):
@@ -19,30 +19,50 @@
 # duration, and of every interval of the split.
 set -eu
 
+# The Weft version: written in by the build's copy (BUILD/benchmarks/lab/), else
+# read from the source tree's meson.build.
+version=@WEFT_VERSION@
+case $version in
+    @*) version=$(sed -n "s/^ *version : '\\([^']*\\)',\$/\\1/p" \
+                      "$(dirname "$0")/../../meson.build" 2>/dev/null || true) ;;
+esac
+prog=$(basename "$0")
 usage() {
-    echo "usage: $0 BUILD OUTDIR [-s SIZES] [-k REPEATS] [-r ROUNDS]" >&2
+    echo "usage: $prog BUILD OUTDIR [-s SIZES] [-k REPEATS] [-r ROUNDS]"
+    echo "Where Weft's point-to-point latency goes, per transport (doc/notes/ucx_measurements.md)."
+}
+usage_error() { # MESSAGE: exit 2, as every Weft program
+    echo "$prog: error: $1" >&2
+    echo "Try '$prog --help'." >&2
     exit 2
 }
-[ $# -ge 2 ] || usage
+case ${1-} in
+    -h|--help) usage; exit 0 ;;
+    -V|--version) echo "$prog (Weft) $version"; exit 0 ;;
+    -*) usage_error "unknown option '$1'" ;;
+esac
+[ $# -ge 2 ] || usage_error "BUILD and OUTDIR are needed"
 build=$1
 out=$2
 shift 2
 sizes="8 1024 4096 8192" reps=3 rounds=7
 while [ $# -gt 0 ]; do
-    [ $# -ge 2 ] || usage
+    case $1 in
+        -s|-k|-r) [ $# -ge 2 ] || usage_error "option '$1' needs a value" ;;
+        *) usage_error "unknown option '$1'" ;;
+    esac
     case $1 in
         -s) sizes=$2 ;;
         -k) reps=$2 ;;
         -r) rounds=$2 ;;
-        *) usage ;;
     esac
     shift 2
 done
 
 both=$build/benchmarks/weft_osu_transports
-raw=$build/benchmarks/ucx_raw_lat
-probe=$build/benchmarks/libucx_progress_probe.so
-split=$build/benchmarks/weft_lat_split
+raw=$build/benchmarks/lab/ucx_raw_lat
+probe=$build/benchmarks/lab/libucx_progress_probe.so
+split=$build/benchmarks/lab/weft_lat_split
 for f in "$both" "$raw" "$split" "$probe"; do
     [ -e "$f" ] || { echo "$0: $f not found (a build with UCX: ninja -C $build)" >&2; exit 1; }
 done
@@ -55,9 +75,9 @@ bind=${BIND--bind-to core}
 [ "${SUMMARY_ONLY:-0}" = 1 ] || for k in $(seq 1 "$reps"); do
     for s in $sizes; do
         for prog in weft_osu_transports ucx_raw_lat; do
-            exe=$build/benchmarks/$prog
-            extra=
-            [ "$prog" = weft_osu_transports ] && extra="--test lat"
+            exe=$both
+            extra="--test lat"
+            [ "$prog" = ucx_raw_lat ] && exe=$raw extra=
             # shellcheck disable=SC2086 # $bind and $extra are word lists
             $mpiexec $bind -n 2 "$exe" $extra -m "$s:$s" -r "$rounds" --quiet \
                 >"$out/${prog}_${s}_$k.txt"

@@ -3,13 +3,13 @@
  * ucp_worker_progress call of the process, per UCX worker, and at exit prints
  * for each worker how many calls delivered something (returned > 0), the
  * median duration of those calls, and how many calls were made per delivering
- * one. Used by benchmarks/ucx_profile.sh to attribute the point-to-point
+ * one. Used by benchmarks/lab/ucx_profile.sh to attribute the point-to-point
  * latency difference between Weft's UCX transport and its MPI transport (doc/
  * notes/ucx_measurements.md): in a ping-pong nearly every delivering call is the one
  * that copies the arriving message out of UCX's shared-memory queue into the
  * receive buffer, so its duration is UCX's receive cost on that worker.
  *
- *   mpiexec -n 2 -env LD_PRELOAD build/benchmarks/libucx_progress_probe.so \
+ *   mpiexec -n 2 -env LD_PRELOAD build/benchmarks/lab/libucx_progress_probe.so \
  *       build/benchmarks/weft_osu_transports --test lat -m 4096:4096
  *
  * Workers are numbered in the order of their first progress call. In a
