@@ -6,7 +6,7 @@
 #include "handle.h"
 #include "weft_internal.h"
 
-/* Communicator handles: generation-checked (lib/handle.h), so every entry
+/* Communicator handles: generation-checked (base/handle.h), so every entry
  * point refuses a destroyed communicator or one from before a weft_finalize
  * (WEFT_ERR_INVALID_COMM) instead of reading freed memory. */
 weft__htab_t weft__comms = WEFT__HTAB_INITIALIZER;

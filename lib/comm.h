@@ -33,7 +33,7 @@ typedef struct weft__comm {
     int id;                   /* small id for logs and traces */
     weft__cost_t cost;        /* alpha/beta/gamma agreed by all ranks */
     void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
-    uint64_t handle;          /* the public handle (lib/comm.c, lib/handle.h) */
+    uint64_t handle;          /* the public handle (lib/comm.c, base/handle.h) */
     /* Written on every issue (caller) and completion (engine): a line of
      * their own, so that the read-mostly fields above stay shared in both
      * threads' caches. */

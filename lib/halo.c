@@ -405,7 +405,7 @@ static weft_status_t check_all(const halo_info_t *all, int p, int me)
     return WEFT_SUCCESS;
 }
 
-/* Plan handles: generation-checked (lib/handle.h), as communicators': a
+/* Plan handles: generation-checked (base/handle.h), as communicators': a
  * destroyed plan, or one from before a weft_finalize, is refused
  * (WEFT_ERR_INVALID_ARG). weft_finalize frees the plans still alive. */
 static weft__htab_t plans = WEFT__HTAB_INITIALIZER;

@@ -1,5 +1,5 @@
 /*
- * device_cuda.c - the CUDA device layer (lib/device.h) over cudaStream_t.
+ * device_cuda.c - the CUDA device layer (backends/device.h) over cudaStream_t.
  *
  * Flags live in pinned, host-mapped memory. With stream memory operations
  * the GPU sets a flag with cuStreamWriteValue32 and waits for one with

@@ -1,6 +1,6 @@
 /*
  * nccl.c - NCCL collectives for device buffers on CUDA-stream communicators
- * (the weft__nccl_backend_t of lib/device.h).
+ * (the weft__nccl_backend_t of backends/device.h).
  *
  * A Weft communicator bound to a CUDA stream gets one NCCL communicator at
  * creation: rank 0 makes the unique id (ncclGetUniqueId) and broadcasts it,

@@ -1,6 +1,6 @@
 /*
  * test_device.c - Check suite for the host device layer (lib/device_host.c)
- * through the interface of lib/device.h: FIFO order, flags (record, wait,
+ * through the interface of backends/device.h: FIFO order, flags (record, wait,
  * test, set), copy / reduce / pack / unpack in stream order, the sticky error
  * and the skipping of user tasks, inline bookkeeping on an idle stream. No MPI.
  * References are plain loops written here.
