@@ -285,6 +285,29 @@ typedef void (*weft_request_callback_t)(void *arg, weft_status_t status);
 WEFT_EXPORT weft_status_t weft_request_on_complete(weft_request_t req, weft_request_callback_t fn,
                                                    void *arg);
 
+/** What weft_request_notify_fd writes: the caller's token and the operation's status. */
+typedef struct weft_completion_record {
+    uint64_t token;
+    int32_t status;    /* a weft_status_t */
+    uint32_t reserved; /* 0 */
+} weft_completion_record_t;
+/**
+ * Have Weft write one weft_completion_record_t {token, status} (16 bytes, one
+ * write(2)) to file descriptor fd when the operation of `req` completes: a
+ * completion notice for runtimes whose callbacks must first take a lock of
+ * their own (Python's GIL, an event loop's), so that the completing thread -
+ * often Weft's engine - never waits on that lock and never enters the
+ * runtime. fd is a pipe or socket that the runtime reads; records from
+ * several threads never interleave (a pipe's writes of up to PIPE_BUF bytes
+ * are atomic). Keep it drained: a full pipe blocks the completing thread (for
+ * an O_NONBLOCK fd the record is dropped and the loss logged). Otherwise as
+ * weft_request_on_complete: one notice or callback per request, written at
+ * once if the operation has completed already, and the request must still be
+ * released with weft_wait or weft_test. Errors: as weft_request_on_complete,
+ * and WEFT_ERR_INVALID_ARG for fd < 0, WEFT_ERR_NO_MEMORY. Thread: any.
+ */
+WEFT_EXPORT weft_status_t weft_request_notify_fd(weft_request_t req, int fd, uint64_t token);
+
 /* ---- allreduce -------------------------------------------------------------- */
 /**
  * Allreduce `count` elements. sendbuf may be WEFT_IN_PLACE. On a communicator

@@ -7,7 +7,9 @@
  * weft_finalize + weft_init - is recognised (WEFT_ERR_INVALID_REQUEST)
  * instead of touching someone else's operation.
  */
+#include <errno.h>
 #include <sched.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +137,41 @@ weft_status_t weft_request_on_complete(weft_request_t req, weft_request_callback
     return WEFT_SUCCESS;
 out:
     pthread_mutex_unlock(&R.lock);
+    return st;
+}
+
+/* ---- completion notices through a file descriptor --------------------------------- */
+typedef struct notice {
+    int fd;
+    uint64_t token;
+} notice_t;
+
+/* The completion callback of weft_request_notify_fd: on the completing thread. */
+static void notice_write(void *arg, weft_status_t status)
+{
+    notice_t *n = arg;
+    const weft_completion_record_t rec = {.token = n->token, .status = (int32_t)status};
+    ssize_t w;
+    do {
+        w = write(n->fd, &rec, sizeof rec);
+    } while (w < 0 && errno == EINTR);
+    if (w != (ssize_t)sizeof rec)
+        WEFT__ERROR("weft_request_notify_fd: writing the completion record of token %llu to fd "
+                    "%d failed: %s", (unsigned long long)n->token, n->fd,
+                    w < 0 ? strerror(errno) : "short write");
+    free(n);
+}
+
+weft_status_t weft_request_notify_fd(weft_request_t req, int fd, uint64_t token)
+{
+    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
+    if (fd < 0) return WEFT_ERR_INVALID_ARG;
+    notice_t *n = malloc(sizeof *n);
+    if (n == NULL) return WEFT_ERR_NO_MEMORY;
+    n->fd = fd;
+    n->token = token;
+    const weft_status_t st = weft_request_on_complete(req, notice_write, n);
+    if (st != WEFT_SUCCESS) free(n); /* not registered: the callback never runs */
     return st;
 }
 

@@ -1,10 +1,12 @@
 /*
  * test_embed.c - the C ABI for embedders (no MPI handle needed): the world
- * communicator, creation from a Fortran handle, split, and completion
- * callbacks on requests. Results are checked against MPI's own collectives.
+ * communicator, creation from a Fortran handle, split, completion
+ * callbacks on requests and completion records written to a pipe. Results are checked against MPI's own collectives.
  */
+#include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,6 +252,71 @@ static void test_chain(mt_ctx_t *t)
     }
 }
 
+/* weft_request_notify_fd: 16 in-flight allreduces notify one pipe; every
+ * token arrives exactly once with its status, the output is in place when
+ * its record is read, and a request completed already writes at once. */
+static void test_notify_fd(mt_ctx_t *t)
+{
+    enum { N = 16 };
+    int p[2];
+    MT_CHECK(t, pipe(p) == 0, "pipe failed");
+    long v[N];
+    weft_request_t r[N];
+    for (int i = 0; i < N; i++) {
+        v[i] = i * 100 + t->rank;
+        MT_STATUS(t, weft_iallreduce(WEFT_IN_PLACE, &v[i], 1, WEFT_INT64, WEFT_SUM, t->comm, &r[i]),
+                  WEFT_SUCCESS, "notify: iallreduce");
+        MT_STATUS(t, weft_request_notify_fd(r[i], p[1], 1000u + (uint64_t)i), WEFT_SUCCESS,
+                  "notify: register");
+    }
+    int seen[N] = {0};
+    for (int k = 0; k < N; k++) {
+        weft_completion_record_t rec;
+        ssize_t got = read(p[0], &rec, sizeof rec); /* blocks until a record comes */
+        MT_CHECK(t, got == (ssize_t)sizeof rec, "notify: read %zd bytes", got);
+        if (got != (ssize_t)sizeof rec) break;
+        const uint64_t i = rec.token - 1000u;
+        MT_CHECK(t, rec.token >= 1000u && i < N, "notify: unknown token %llu",
+                 (unsigned long long)rec.token);
+        if (i >= N) continue;
+        MT_CHECK(t, rec.status == WEFT_SUCCESS && rec.reserved == 0, "notify: status %d",
+                 (int)rec.status);
+        seen[i]++;
+        int done = 0;
+        MT_STATUS(t, weft_test(&r[i], &done), WEFT_SUCCESS, "notify: test");
+        MT_CHECK(t, done == 1, "notify: record of %llu read, request not done",
+                 (unsigned long long)i);
+        /* closed form: records arrive in a different order on each rank, so
+         * no collective reference inside this loop */
+        const long want = (long)t->size * (long)i * 100 + (long)t->size * (t->size - 1) / 2;
+        MT_CHECK(t, v[i] == want, "notify: op %llu gave %ld, want %ld", (unsigned long long)i,
+                 v[i], want);
+    }
+    for (int i = 0; i < N; i++) MT_CHECK(t, seen[i] == 1, "notify: token %d seen %d times", i, seen[i]);
+    /* registered late (the op may have completed already: then the record
+     * is written at once); a bad fd is refused without registering */
+    long x = t->rank;
+    weft_request_t q;
+    MT_STATUS(t, weft_iallreduce(WEFT_IN_PLACE, &x, 1, WEFT_INT64, WEFT_SUM, t->comm, &q),
+              WEFT_SUCCESS, "notify: late iallreduce");
+    for (volatile int spin = 0; spin < 100000; spin++) {
+    }
+    MT_STATUS(t, weft_request_notify_fd(q, -1, 0), WEFT_ERR_INVALID_ARG, "notify: fd -1");
+    MT_STATUS(t, weft_request_notify_fd(q, p[1], 77), WEFT_SUCCESS, "notify: late register");
+    MT_STATUS(t, weft_request_notify_fd(q, p[1], 78), WEFT_ERR_INVALID_ARG, "notify: second");
+    MT_STATUS(t, weft_wait(&q), WEFT_SUCCESS, "notify: late wait");
+    weft_completion_record_t rec = {0};
+    MT_CHECK(t, read(p[0], &rec, sizeof rec) == (ssize_t)sizeof rec && rec.token == 77,
+             "notify: late record token %llu", (unsigned long long)rec.token);
+    MT_STATUS(t, weft_request_notify_fd(q, p[1], 79), WEFT_ERR_INVALID_REQUEST,
+              "notify: released request");
+    /* nothing more was written */
+    MT_CHECK(t, fcntl(p[0], F_SETFL, O_NONBLOCK) == 0, "fcntl");
+    MT_CHECK(t, read(p[0], &rec, sizeof rec) < 0, "notify: an extra record in the pipe");
+    close(p[0]);
+    close(p[1]);
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t t;
@@ -259,5 +326,6 @@ int main(int argc, char **argv)
     test_split(&t);
     test_callbacks(&t);
     test_chain(&t);
+    test_notify_fd(&t);
     return mt_finish(&t);
 }
