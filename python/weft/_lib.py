@@ -128,6 +128,7 @@ _PROTOTYPES = {
     "weft_test": (c_status, [ctypes.POINTER(c_request), ctypes.POINTER(I)]),
     "weft_waitall": (c_status, [N, ctypes.POINTER(c_request)]),
     "weft_request_on_complete": (c_status, [c_request, CALLBACK, P]),
+    "weft_request_notify_fd": (c_status, [c_request, ctypes.c_int, ctypes.c_uint64]),
     "weft_allreduce": (c_status, [P, P, N, c_dtype, c_op, c_comm]),
     "weft_iallreduce": (c_status, [P, P, N, c_dtype, c_op, c_comm, ctypes.POINTER(c_request)]),
     "weft_reduce_scatter": (c_status, [P, P, N, c_dtype, c_op, c_comm]),

@@ -5,19 +5,22 @@ the operation completes. It is released (weft_wait/weft_test) exactly once,
 under its own lock, by whichever comes first: wait(), a test() that finds it
 done, weft.waitall, or the completion path after the callbacks ran.
 
-Completion callbacks (Request.add_done_callback) are run by Weft's C
-callback, which fires once per request on the thread that completes the
-operation (usually Weft's engine thread). Two ways to get from there to
-Python, chosen by WEFT_PY_COMPLETION (read at import):
+Completion callbacks (Request.add_done_callback) run once per request after
+the operation completed. Two ways to get there from the thread that
+completes the operation (usually Weft's engine thread), chosen by
+WEFT_PY_COMPLETION (read at import):
 
-  thread   (default) the C callback only writes (token, status) to a pipe and
-           returns; one daemon thread reads the pipe and runs the Python
-           callbacks. Weft's engine holds the GIL only for that write.
-  inline   the C callback runs the Python callbacks itself, on the engine
-           thread, holding the GIL for as long as they take.
+  thread   (default) Weft itself writes a 16-byte record (token, status) to
+           a pipe (weft_request_notify_fd: C only, no Python, no GIL on the
+           engine thread); one daemon thread reads the pipe and runs the
+           Python callbacks.
+  inline   a ctypes callback runs the Python callbacks on the engine
+           thread, which must first take the GIL and holds it for as long as
+           they take (every ctypes callback does): while another Python
+           thread runs, that wait lasts up to the interpreter's switch
+           interval (5 ms), and every Weft operation in flight waits with it.
 
-Both take the GIL on the engine thread (every ctypes callback does); see
-doc/python.md for the measurement that chose the default. After the Python
+See doc/python.md for the measurements behind the default. After the Python
 callbacks ran, the request is released with weft_test (the ABI allows it on
 a complete request) unless a waiter holds its lock, who then releases it:
 the lock is only ever tried, never waited for, on the completing thread.
@@ -36,7 +39,8 @@ _MODE = os.environ.get("WEFT_PY_COMPLETION", "thread")
 if _MODE not in ("thread", "inline"):
     raise ImportError("weft: WEFT_PY_COMPLETION=%r: expected thread or inline" % _MODE)
 
-_REC = struct.Struct("=qi")  # token, status: 12 bytes, far below PIPE_BUF (atomic writes)
+# weft_completion_record_t: token, status, reserved (16 bytes, one atomic pipe write)
+_REC = struct.Struct("=QiI")
 
 
 class Request:
@@ -168,7 +172,10 @@ class _Dispatcher:
             token = self._next
             self._next += 1
             self._pending[token] = (req, fn)
-        st = _lib.weft_request_on_complete(req._h.value, self._cfunc, token)
+        if _MODE == "thread":
+            st = _lib.weft_request_notify_fd(req._h.value, self._wfd, token)
+        else:
+            st = _lib.weft_request_on_complete(req._h.value, self._cfunc, token)
         if st != 0:
             with self._lock:
                 entry = self._pending.pop(token, None)
@@ -180,12 +187,9 @@ class _Dispatcher:
             raise WeftError(st, "weft_request_on_complete")
 
     def _c_callback(self, arg, status):
-        # On Weft's completing thread, with the GIL (ctypes took it).
+        # inline mode: on Weft's completing thread, with the GIL (ctypes took it).
         try:
-            if _MODE == "thread":
-                os.write(self._wfd, _REC.pack(arg or 0, status))
-            else:
-                self._fire(arg or 0, status)
+            self._fire(arg or 0, status)
         except BaseException:  # never let an exception into the C caller
             sys.excepthook(*sys.exc_info())
 
@@ -213,7 +217,7 @@ class _Dispatcher:
             buf += chunk
             n = len(buf) // _REC.size
             for i in range(n):
-                token, status = _REC.unpack_from(buf, i * _REC.size)
+                token, status, _ = _REC.unpack_from(buf, i * _REC.size)
                 try:
                     self._fire(token, status)
                 except BaseException:
