@@ -18,12 +18,13 @@
  *  - Inline start (weft__engine_start_inline): a blocking call with nothing
  *    else in flight starts its task on its own thread under the lock, without
  *    the submission stack.
- *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield while work is
- *    in flight; on a futex when idle. Oversubscribed nodes (more ranks than
- *    cores) spin a few passes, then sleep with a growing interval capped at
- *    WEFT_MAX_SLEEP_US, so a waiting rank's core goes to a rank that can
- *    progress. While a caller polls in weft_wait the engine naps instead of
- *    spinning beside it: one poller per process.
+ *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield for 256
+ *    passes, then sleeps growing to WEFT_MAX_SLEEP_US while work is in
+ *    flight; on a futex when idle. Oversubscribed nodes (more ranks than
+ *    cores) spin a few passes, then take the sleeps at once, so a waiting
+ *    rank's core goes to a rank that can progress. While a caller polls in
+ *    weft_wait the engine naps instead of spinning beside it (one poller per
+ *    process), until there is work for it again.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -45,7 +46,7 @@
  * into two lines, an issue had to pull the line the engine had just written
  * (issue + wait of a finished op: doc/benchmarks.md, "Overlap"). */
 /* E.sleeping: awake; asleep until woken (a submission must wake it); in a
- * 20 us nap beside a polling waiter (a submission need not wake it). */
+ * nap beside a polling waiter, until weft__engine_wake finds no waiter left. */
 enum { SLEEP_NONE, SLEEP_DEEP, SLEEP_NAP };
 static struct {
     _Alignas(64) _Atomic(weft__task_t *) submit_top; /* multi-producer stack */
