@@ -245,15 +245,53 @@ static int warn_unknown(int log_level)
     return n;
 }
 
-/* "ring, recursive_doubling, ..." : the algorithms that serve coll. */
-static void algo_names(weft_coll_t coll, char *out, size_t cap)
+/* Algorithms the registry (lib/coll/algos.c) holds in every build but that
+ * only an optional backend runs: forcing one where it is not built is refused
+ * at init, as doc/config.md says, rather than failing each call. */
+static const struct {
+    weft_algo_t algo;
+    const char *backend;
+    bool built;
+} optional_algos[] = {
+#ifdef WEFT_HAVE_NCCL
+    {WEFT_ALGO_NCCL, "NCCL", true},
+#else
+    {WEFT_ALGO_NCCL, "NCCL", false},
+#endif
+};
+
+/* The backend an algorithm needs, or NULL for none; *built: is it built in. */
+static const char *algo_backend(weft_algo_t a, bool *built)
+{
+    for (size_t i = 0; i < sizeof optional_algos / sizeof optional_algos[0]; i++) {
+        if (optional_algos[i].algo == a) {
+            *built = optional_algos[i].built;
+            return optional_algos[i].backend;
+        }
+    }
+    *built = true;
+    return NULL;
+}
+
+/* "auto, ring, recursive_doubling, ...": the algorithms that serve coll; only
+ * those of this build (every_build false: an error message), or every build's,
+ * each optional one followed by its backend (the reference: the same text in
+ * every build). */
+static void algo_names(weft_coll_t coll, bool every_build, char *out, size_t cap)
 {
     snprintf(out, cap, "auto");
     for (int a = WEFT_ALGO_AUTO + 1; a < WEFT_ALGO_COUNT; a++) {
         if (weft__algo_impl(coll, (weft_algo_t)a) == NULL) continue;
+        bool built;
+        const char *backend = algo_backend((weft_algo_t)a, &built);
+        if (!built && !every_build) continue;
         const char *n = weft_algo_name((weft_algo_t)a);
         size_t used = strlen(out);
-        if (n && used + 2 < cap) snprintf(out + used, cap - used, ", %s", n);
+        if (n == NULL || used + 2 >= cap) continue;
+        if (backend != NULL && every_build)
+            snprintf(out + used, cap - used, ", %s (builds with %s)", n, backend);
+        else
+            snprintf(out + used, cap - used, ", %s", n);
     }
 }
 
@@ -343,10 +381,11 @@ weft_status_t weft__config_parse(const weft__config_var_t *var, const char *valu
     }
     case WEFT__CFG_ALGO: {
         weft_algo_t a;
-        if (weft_algo_from_name(value, &a) != WEFT_SUCCESS ||
-            (a != WEFT_ALGO_AUTO && weft__algo_impl(var->coll, a) == NULL)) {
+        bool known = weft_algo_from_name(value, &a) == WEFT_SUCCESS, built = true;
+        if (known) algo_backend(a, &built);
+        if (!known || (a != WEFT_ALGO_AUTO && weft__algo_impl(var->coll, a) == NULL) || !built) {
             char names[512];
-            algo_names(var->coll, names, sizeof names);
+            algo_names(var->coll, false, names, sizeof names);
             WEFT__ERROR("%s=\"%s\": no such algorithm for %s in this build; valid: %s", var->name,
                         value, weft__coll_name(var->coll), names);
             return WEFT_ERR_ALGORITHM;
@@ -382,7 +421,7 @@ void weft__config_range(const weft__config_var_t *var, char *buf, size_t cap)
     }
     case WEFT__CFG_BOOL: snprintf(buf, cap, "0, 1"); return;
     case WEFT__CFG_NAME: name_list(var, ", ", buf, cap); return;
-    case WEFT__CFG_ALGO: algo_names(var->coll, buf, cap); return;
+    case WEFT__CFG_ALGO: algo_names(var->coll, true, buf, cap); return;
     case WEFT__CFG_TEXT:
         if (var->size > 0) snprintf(buf, cap, "text, up to %zu characters", var->size - 1);
         else snprintf(buf, cap, "text");

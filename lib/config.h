@@ -98,7 +98,9 @@ weft_status_t weft__config_parse(const weft__config_var_t *var, const char *valu
                                  weft__config_t *into);
 
 /** What `var` accepts, in words ("0 .. 4", "first, last", "auto, ring, ..."),
- * into buf (truncated to cap, always terminated). Any thread. */
+ * into buf (truncated to cap, always terminated). The same text in every
+ * build: an algorithm that only an optional backend runs is followed by
+ * "(builds with NCCL)". Any thread. */
 void weft__config_range(const weft__config_var_t *var, char *buf, size_t cap);
 
 /** `var`'s value in *c as text, as the parser reads it back; a row without a
