@@ -153,8 +153,9 @@ static void md_cell(const char *s)
 
 /* doc/config.md's generated reference (between its marker comments): the
  * table's rows in table order. Depends on the table only, never on the
- * environment or the build (the algorithm registry is the same in every
- * build). */
+ * environment or the build (weft__config_range words an algorithm of an
+ * optional backend the same way in every build), so that tools-config-doc
+ * passes in every build. */
 static void print_vars_markdown(void)
 {
     printf("| variable | default | valid values | meaning |\n|---|---|---|---|\n");
@@ -273,10 +274,12 @@ static int file_has_cost(const char *path)
 }
 
 enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_NO_VARS, OPT_CONFIG, OPT_CONFIG_MD };
+/* What to print: everything, the variables (--config), the reference (--config-markdown). */
+enum { SHOW_ALL, SHOW_CONFIG, SHOW_CONFIG_MARKDOWN };
 
 int main(int argc, char **argv)
 {
-    int ranks = 0, only_coll = -1, vars = 1, config_only = 0;
+    int ranks = 0, only_coll = -1, vars = 1, show = SHOW_ALL;
     size_t lo = 4, hi = (size_t)256 << 20;
     double ov[3] = {-1, -1, -1};
     static const struct option longopts[] = {
@@ -297,8 +300,8 @@ int main(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         case 'V': weft_cli_version(stdout, prog); return 0;
         case OPT_NO_VARS: vars = 0; break;
-        case OPT_CONFIG: config_only = 1; break;
-        case OPT_CONFIG_MD: config_only = 2; break;
+        case OPT_CONFIG: show = SHOW_CONFIG; break;
+        case OPT_CONFIG_MD: show = SHOW_CONFIG_MARKDOWN; break;
         case 'p':
             if (weft_cli_parse_long(optarg, 1, 1L << 24, &l) != 0)
                 return weft_cli_usage_error(prog, "bad --ranks '%s' (an integer in [1, 16777216])",
@@ -324,7 +327,7 @@ int main(int argc, char **argv)
         }
     }
     if (optind < argc) return weft_cli_usage_error(prog, "unexpected argument '%s'", argv[optind]);
-    if (config_only == 2) {
+    if (show == SHOW_CONFIG_MARKDOWN) {
         /* The reference is the table's, not this environment's: no weft_init. */
         print_vars_markdown();
         return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
@@ -340,10 +343,10 @@ int main(int argc, char **argv)
         return 1;
     }
     int rank = weft__g.world_rank, rc = 0;
-    if (config_only) {
+    if (show == SHOW_CONFIG) {
         /* As weft_init parsed this environment (rank 0 prints). */
         if (rank == 0) print_vars();
-        if (fflush(stdout) != 0) rc = 1;
+        if (fflush(stdout) != 0 || ferror(stdout)) rc = 1;
         goto out;
     }
 
