@@ -1,6 +1,13 @@
 /*
- * config.h - every WEFT_* environment variable, read once by weft_init
- * (lib/config.c).
+ * config.h - Weft's configuration: every WEFT_* environment variable, read
+ * once by weft_init into weft__cfg. Private (never installed); no mpi.h.
+ *
+ * One row per variable (lib/config.c, vars[]): its name, default, kind (the
+ * parser), valid range, the field of weft__config_t it writes, and its doc
+ * text. weft__config_load parses every row with its kind's parser; weft-info
+ * prints the rows (--config) and doc/config.md's reference
+ * (--config-markdown); weft(7) is built from that reference. Adding a
+ * variable = one row (and, if weft_init stores it, its field below).
  */
 #ifndef WEFT_CONFIG_H
 #define WEFT_CONFIG_H
@@ -9,7 +16,8 @@
 
 #include "weft.h"
 
-/* ---- configuration (read once in weft_init; see lib/config.c) --------- */
+/** The configuration in effect. Written by weft_init only (before the engine
+ * starts); read-only afterwards, from any thread. */
 typedef struct weft__config {
     weft_algo_t force_algo[WEFT_COLL_COUNT]; /* WEFT_<COLL>_ALGO, AUTO if unset */
     char tuning_file[1024];                  /* WEFT_TUNING_FILE */
@@ -35,19 +43,69 @@ typedef struct weft__config {
 
 extern weft__config_t weft__cfg;
 
-/** Read the environment into weft__cfg. weft_init only. */
+/** How a row's text is parsed, and the field type it writes. */
+typedef enum weft__config_kind {
+    WEFT__CFG_INT,    /**< decimal integer in [lo, hi] -> int */
+    WEFT__CFG_BOOL,   /**< 0 or 1 -> int */
+    WEFT__CFG_SIZE,   /**< decimal count or byte size in [lo, hi] -> size_t */
+    WEFT__CFG_DOUBLE, /**< number in [lo, hi] -> double */
+    WEFT__CFG_NAME,   /**< one of value_name(0), value_name(1), ... -> its index, as an int */
+    WEFT__CFG_ALGO,   /**< auto or an algorithm that serves `coll` -> weft_algo_t */
+    WEFT__CFG_TEXT,   /**< text (a path), shorter than the field -> char[] */
+    WEFT__CFG_KIND_COUNT
+} weft__config_kind_t;
+
+/** One WEFT_* variable. */
+typedef struct weft__config_var {
+    const char *name;          /**< WEFT_... */
+    const char *default_value; /**< text, parsed as a value from the environment is ("" = empty) */
+    weft__config_kind_t kind;
+    long lo, hi;               /**< INT, SIZE, DOUBLE: the valid range, both ends included */
+    /** NAME: the name of value i, NULL past the last one. */
+    const char *(*value_name)(int value);
+    weft_coll_t coll;          /**< ALGO: the collective it forces */
+    size_t offset, size;       /**< the field of weft__config_t it writes; size 0: none */
+    /** NULL: weft_init reads it. Else who reads it instead ("libweft-mpi.so, at
+     * MPI_Init"): weft_init neither parses nor stores it; documented here. */
+    const char *read_by;
+    const char *doc;           /**< what it does, one sentence or two; no valid-range text */
+} weft__config_var_t;
+
+/** Read the environment into weft__cfg: every row that weft_init reads, the
+ * value from the environment (unset or empty: the default) through the row's
+ * parser. On an error weft__cfg is left as it was and the message names the
+ * variable, the value and what is valid. weft_init only. */
 weft_status_t weft__config_load(void);
 
-/* One row of the documented variable table (also printed by weft-info). */
-typedef struct weft__config_var {
-    const char *name;
-    const char *default_value;
-    const char *doc;
-} weft__config_var_t;
 /** The table of every WEFT_* variable; NULL-name terminated. Any thread. */
 const weft__config_var_t *weft__config_vars(void);
+
+/** The row named `name`, or NULL. Any thread. */
+const weft__config_var_t *weft__config_find(const char *name);
+
 /** The table's name closest to `name` (a typo's likely meaning), or NULL
  * when none is within a few edits. Any thread. */
 const char *weft__config_closest(const char *name);
+
+/**
+ * Parse `value` as `var`'s kind. On success, and if the row has a field,
+ * write the field of *into (into may be NULL: check only); on an error log
+ * it (variable, value, what is valid) and leave *into untouched:
+ * WEFT_ERR_ALGORITHM for an ALGO row, WEFT_ERR_INVALID_ARG otherwise. Any
+ * thread (into is the caller's).
+ */
+weft_status_t weft__config_parse(const weft__config_var_t *var, const char *value,
+                                 weft__config_t *into);
+
+/** What `var` accepts, in words ("0 .. 4", "first, last", "auto, ring, ..."),
+ * into buf (truncated to cap, always terminated). The same text in every
+ * build: an algorithm that only an optional backend runs is followed by
+ * "(builds with NCCL)". Any thread. */
+void weft__config_range(const weft__config_var_t *var, char *buf, size_t cap);
+
+/** `var`'s value in *c as text, as the parser reads it back; a row without a
+ * field gives the environment's value, else its default. Any thread. */
+void weft__config_format(const weft__config_var_t *var, const weft__config_t *c, char *buf,
+                         size_t cap);
 
 #endif /* WEFT_CONFIG_H */

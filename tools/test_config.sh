@@ -3,7 +3,8 @@
 # programs: a WEFT_ typo is warned about with the closest name; an output
 # path that cannot be written fails weft_init (not lost data at finalize);
 # a forced algorithm that cannot serve host buffers is reported as what runs;
-# an unknown algorithm's error lists the valid ones.
+# an unknown algorithm's error lists the valid ones; weft-info --config prints
+# the table with the values in effect.
 # Usage: test_config.sh MPIEXEC WEFT_INFO WEFT_OSU_ALLREDUCE
 set -uo pipefail
 mpiexec=$1 info=$2 bench=$3
@@ -80,6 +81,19 @@ else
     [ "$rc" != 0 ] || err "WEFT_ALLREDUCE_ALGO=nccl accepted in a build without NCCL"
     has "$tmp/err" "valid: auto, ring" "nccl refused with the valid names"
 fi
+
+# 5. weft-info --config: every row of the table, with the value in effect.
+WEFT_TIMEOUT=7.5 WEFT_TRANSPORT=mpi WEFT_TRACE_KEEP=last "$info" --config > "$tmp/out" 2> "$tmp/err" ||
+    err "weft-info --config exits $?"
+has "$tmp/out" "^  WEFT_TIMEOUT = 7.5 (from the environment; default 600; valid: a number, 0 .. 1000000000)" "--config value"
+has "$tmp/out" "^  WEFT_TRANSPORT = mpi (from the environment; default auto; valid: auto, mpi, ucx)" "--config name"
+has "$tmp/out" "^  WEFT_TRACE_KEEP = last " "--config trace keep"
+has "$tmp/out" "^  WEFT_SPIN = 100 (default 100; valid: 0 .. 100000000)" "--config default"
+has "$tmp/out" "^  WEFT_MPI_CALLS = all (default all; valid: text; read by libweft-mpi.so" "--config read elsewhere"
+hasnt "$tmp/out" "^Selection table" "--config prints only the variables"
+"$info" --config-markdown > "$tmp/md" || err "weft-info --config-markdown exits $?"
+[ "$(grep -c '^  WEFT_' "$tmp/out")" = "$(grep -c '^| `WEFT_' "$tmp/md")" ] ||
+    err "--config and --config-markdown list different numbers of variables"
 
 [ "$nerr" = 0 ] && echo "test_config: ok"
 exit $((nerr > 0))

@@ -5,6 +5,8 @@
  *
  *   weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]
  *             [--gamma S] [--no-vars]
+ *   weft-info --config            the WEFT_* variables only
+ *   weft-info --config-markdown   doc/config.md's generated reference
  *
  * The selection table runs the library's own weft__select (forced algorithm
  * from the environment > tuning-file rule > cost model weft__select_model)
@@ -44,6 +46,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]\n"
             "                 [--gamma S] [--no-vars]\n"
+            "       weft-info --config | --config-markdown\n"
             "What this Weft is: version, build, backends, algorithms, WEFT_* variables, and\n"
             "the selection table for a communicator of P ranks (runs alone or under mpiexec).\n"
             "  -p, --ranks P   print the selection table for a communicator of P ranks\n"
@@ -53,6 +56,10 @@ static void usage(FILE *f)
             "  --alpha/--beta/--gamma S   cost-model parameters to use (seconds,\n"
             "                  seconds per byte); default: the cost in use (doc/observability.md)\n"
             "  --no-vars       do not list the WEFT_* variables\n"
+            "  --config        list only the WEFT_* variables: value in effect, default,\n"
+            "                  valid values, meaning\n"
+            "  --config-markdown  print doc/config.md's generated reference (the table of\n"
+            "                  lib/config.c; needs no MPI)\n"
             "  -h, --help      this text\n"
             "  -V, --version   version and build options\n");
 }
@@ -118,13 +125,61 @@ static void print_algorithms(void)
     }
 }
 
+/* Every WEFT_* variable: the value in effect (weft__cfg, as weft_init parsed
+ * it), its default, what it accepts, and its doc text. */
 static void print_vars(void)
 {
-    printf("Variables (value in this environment; default):\n");
+    printf("Variables (value in effect; default; valid values):\n");
     for (const weft__config_var_t *v = weft__config_vars(); v->name; v++) {
-        const char *val = getenv(v->name);
-        printf("  %-26s = %-10s (default \"%s\")  %s\n", v->name,
-               val && *val ? val : "(unset)", v->default_value, v->doc);
+        char val[1100], range[512];
+        const char *env = getenv(v->name);
+        weft__config_format(v, &weft__cfg, val, sizeof val);
+        weft__config_range(v, range, sizeof range);
+        printf("  %s = %s (%sdefault %s; valid: %s%s%s)\n      %s\n", v->name,
+               val[0] ? val : "(empty)", env && *env ? "from the environment; " : "",
+               v->default_value[0] ? v->default_value : "(empty)", range,
+               v->read_by ? "; read by " : "", v->read_by ? v->read_by : "", v->doc);
+    }
+}
+
+/* One markdown table cell: '|' escaped, newlines as blanks. */
+static void md_cell(const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '|') fputs("\\|", stdout);
+        else putchar(*s == '\n' ? ' ' : *s);
+    }
+}
+
+/* doc/config.md's generated reference (between its marker comments): the
+ * table's rows in table order. Depends on the table only, never on the
+ * environment or the build (weft__config_range words an algorithm of an
+ * optional backend the same way in every build), so that tools-config-doc
+ * passes in every build. */
+static void print_vars_markdown(void)
+{
+    printf("| variable | default | valid values | meaning |\n|---|---|---|---|\n");
+    for (const weft__config_var_t *v = weft__config_vars(); v->name; v++) {
+        char range[512];
+        weft__config_range(v, range, sizeof range);
+        printf("| `%s` | ", v->name);
+        if (v->default_value[0]) {
+            putchar('`');
+            md_cell(v->default_value);
+            putchar('`');
+        } else {
+            fputs("(empty)", stdout);
+        }
+        fputs(" | ", stdout);
+        md_cell(range);
+        fputs(" | ", stdout);
+        if (v->read_by) {
+            fputs("read by ", stdout);
+            md_cell(v->read_by);
+            fputs(", not by weft_init: ", stdout);
+        }
+        md_cell(v->doc);
+        fputs(" |\n", stdout);
     }
 }
 
@@ -218,17 +273,21 @@ static int file_has_cost(const char *path)
     return n == 3;
 }
 
-enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_NO_VARS };
+enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_NO_VARS, OPT_CONFIG, OPT_CONFIG_MD };
+/* What to print: everything, the variables (--config), the reference (--config-markdown). */
+enum { SHOW_ALL, SHOW_CONFIG, SHOW_CONFIG_MARKDOWN };
 
 int main(int argc, char **argv)
 {
-    int ranks = 0, only_coll = -1, vars = 1;
+    int ranks = 0, only_coll = -1, vars = 1, show = SHOW_ALL;
     size_t lo = 4, hi = (size_t)256 << 20;
     double ov[3] = {-1, -1, -1};
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'p'},       {"coll", required_argument, NULL, 'c'},
         {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
         {"gamma", required_argument, NULL, OPT_GAMMA}, {"no-vars", no_argument, NULL, OPT_NO_VARS},
+        {"config", no_argument, NULL, OPT_CONFIG},
+        {"config-markdown", no_argument, NULL, OPT_CONFIG_MD},
         {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
@@ -241,6 +300,8 @@ int main(int argc, char **argv)
         case 'h': usage(stdout); return 0;
         case 'V': weft_cli_version(stdout, prog); return 0;
         case OPT_NO_VARS: vars = 0; break;
+        case OPT_CONFIG: show = SHOW_CONFIG; break;
+        case OPT_CONFIG_MD: show = SHOW_CONFIG_MARKDOWN; break;
         case 'p':
             if (weft_cli_parse_long(optarg, 1, 1L << 24, &l) != 0)
                 return weft_cli_usage_error(prog, "bad --ranks '%s' (an integer in [1, 16777216])",
@@ -266,6 +327,11 @@ int main(int argc, char **argv)
         }
     }
     if (optind < argc) return weft_cli_usage_error(prog, "unexpected argument '%s'", argv[optind]);
+    if (show == SHOW_CONFIG_MARKDOWN) {
+        /* The reference is the table's, not this environment's: no weft_init. */
+        print_vars_markdown();
+        return fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+    }
 
     weft_init_params_t params = WEFT_INIT_PARAMS_INITIALIZER;
     params.argc = &argc;
@@ -277,6 +343,12 @@ int main(int argc, char **argv)
         return 1;
     }
     int rank = weft__g.world_rank, rc = 0;
+    if (show == SHOW_CONFIG) {
+        /* As weft_init parsed this environment (rank 0 prints). */
+        if (rank == 0) print_vars();
+        if (fflush(stdout) != 0 || ferror(stdout)) rc = 1;
+        goto out;
+    }
 
     /* The cost in use: the tuning file's, else measured on MPI_COMM_WORLD
      * (2+ ranks, WEFT_MEASURE=1), else the built-in defaults. */
