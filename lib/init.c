@@ -78,6 +78,7 @@ weft_status_t weft_init(const weft_init_params_t *params)
     }
     WEFT__MPI_CHECK_GOTO(MPI_Comm_rank(MPI_COMM_WORLD, &weft__g.world_rank), st, fail_mpi);
     WEFT__MPI_CHECK_GOTO(MPI_Comm_size(MPI_COMM_WORLD, &weft__g.world_size), st, fail_mpi);
+    atomic_store_explicit(&weft__log_rank, weft__g.world_rank, memory_order_relaxed);
     int *ub = NULL, ubflag = 0;
     WEFT__MPI_CHECK_GOTO(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &ubflag), st, fail_mpi);
     weft__g.tag_ub = ubflag ? *ub : 32767;
