@@ -6,7 +6,6 @@
 #ifndef WEFT_TRANSPORT_H
 #define WEFT_TRANSPORT_H
 
-#include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,12 +14,36 @@
 
 /* ---- transport (backends/mpi, backends/ucx) ---------------------------- */
 struct weft__comm;
+struct weft__ctl;
+
+/**
+ * What a transport sees of a communicator: lib/comm.h's weft__comm_t begins
+ * with these fields (one storage, also named there), so a transport reads
+ * them without the core's header. weft__tp_comm(comm) gives the view.
+ */
+typedef struct weft__tp_comm {
+    void *state;            /* the transport's own, set by comm_open, cleared by comm_close */
+    struct weft__ctl *ctl;  /* the comm's control channel (lib/ctl.h): comm_open/close's
+                               collectives */
+    int rank, size;
+    int id;                 /* small id for logs */
+} weft__tp_comm_t;
+
+static inline weft__tp_comm_t *weft__tp_comm(struct weft__comm *comm)
+{
+    return (weft__tp_comm_t *)(void *)comm; /* its first member (lib/comm.h asserts it) */
+}
+
+/** Bytes of a transfer's handle: each transport keeps its request there
+ * (the MPI transport asserts that an MPI_Request fits). */
+#define WEFT__XFER_HANDLE_BYTES 8
 
 /** One point-to-point transfer in flight. Zero-initialised = inactive. */
 typedef struct weft__xfer {
     union {
-        MPI_Request mpi;
         void *ptr;
+        uint64_t u64;
+        unsigned char bytes[WEFT__XFER_HANDLE_BYTES];
     } h;
     int active; /* posted and not yet seen complete */
     /** Set by the poster before isend: prefer a buffered (eager) protocol to
@@ -112,20 +135,48 @@ typedef struct weft__transport {
 #define WEFT__COLL_TAG_BITS 27
 #define WEFT__COLL_TAG_MASK ((1u << WEFT__COLL_TAG_BITS) - 1u)
 
-extern const weft__transport_t weft__transport_mpi;
-/** NULL when the UCX backend is not built. */
-const weft__transport_t *weft__transport_ucx(void);
+/* ---- the transport table (backends/transport.c) ------------------------- */
+/**
+ * One row per transport Weft knows, built in or not, in "auto"'s order of
+ * preference. Adding a transport: its backend folder (a weft__transport_t and
+ * the row's functions, with a stub when it is optional), one row here, and its
+ * value in weft.h's weft_transport_t (public ABI).
+ */
+typedef struct weft__transport_row {
+    weft_transport_t id;
+    const char *name;                          /* WEFT_TRANSPORT's value, weft_transport_name */
+    const char *label;                         /* for messages: "UCX", as in WEFT_TRANSPORT_UCX */
+    const weft__transport_t *(*get)(void);     /* NULL result: not built in */
+    /** Release process-wide state (weft_finalize, after every communicator
+     * closed and the engine stopped); NULL: nothing to release. */
+    void (*shutdown)(void);
+    const char *missing;                       /* how to get it when not built in */
+} weft__transport_row_t;
+
+/** The rows; *n gets their number. Any thread. */
+const weft__transport_row_t *weft__transport_table(int *n);
 /**
  * The transport for a new communicator: `want`, or for WEFT_TRANSPORT_DEFAULT
- * the one WEFT_TRANSPORT names (weft__cfg.transport, parsed by weft_init;
- * backends/transport_select.c). NULL with *st set (and logged) when the
+ * `configured` (WEFT_TRANSPORT, parsed by weft_init), whose DEFAULT ("auto")
+ * is the first row built in. NULL with *st set (and logged) when the
  * asked-for transport is not built or the value is unknown. Any thread.
  */
-const weft__transport_t *weft__transport_choose(weft_transport_t want, weft_status_t *st);
-/** WEFT_TRANSPORT_MPI or WEFT_TRANSPORT_UCX for a transport object. Any thread. */
+const weft__transport_t *weft__transport_choose(weft_transport_t want, weft_transport_t configured,
+                                                weft_status_t *st);
+/** The public value for a transport object. Any thread. */
 weft_transport_t weft__transport_id(const weft__transport_t *tp);
-/** Destroy the UCX worker and context (no-op without UCX or if never started).
- * weft_finalize only, after every communicator was closed and the engine stopped. */
+/** A WEFT_TRANSPORT value: "auto" (and "") is WEFT_TRANSPORT_DEFAULT, the
+ * others a row's name; WEFT_ERR_INVALID_ARG (not logged) for anything else. */
+weft_status_t weft__transport_from_name(const char *name, weft_transport_t *out);
+/** Shut down every transport a communicator was opened on since weft_init
+ * (the rows' shutdown). weft_finalize only, after every communicator closed
+ * and the engine stopped. */
+void weft__transport_shutdown_all(void);
+
+/* The rows' functions (backends/mpi, backends/ucx). */
+const weft__transport_t *weft__transport_mpi(void);
+/** NULL when the UCX backend is not built. */
+const weft__transport_t *weft__transport_ucx(void);
 void weft__transport_ucx_shutdown(void);
 
 

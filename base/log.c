@@ -3,9 +3,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "weft_internal.h"
+#include "log.h"
 
 _Atomic int weft__log_level = WEFT__LOG_ERROR;
+_Atomic int weft__log_rank;
 
 static const char *const level_names[] = {"off", "error", "warn", "info", "debug"};
 
@@ -20,5 +21,5 @@ void weft__log_write(int level, const char *file, int line, const char *fmt, ...
     base = base ? base + 1 : file;
     /* One fprintf per line so lines from several threads do not interleave. */
     fprintf(stderr, "[weft %s rank %d] %s (%s:%d)\n", level_names[level < 0 || level > 4 ? 0 : level],
-            weft__g.world_rank, msg, base, line);
+            atomic_load_explicit(&weft__log_rank, memory_order_relaxed), msg, base, line);
 }

@@ -17,6 +17,8 @@ enum { WEFT__LOG_OFF = 0, WEFT__LOG_ERROR = 1, WEFT__LOG_WARN = 2, WEFT__LOG_INF
        WEFT__LOG_DEBUG = 4 };
 
 extern _Atomic int weft__log_level;
+/** The rank every line names: the world rank, set by weft_init (0 before). */
+extern _Atomic int weft__log_rank;
 
 /** Write one line to stderr, prefixed with level and rank. Any thread. */
 void weft__log_write(int level, const char *file, int line, const char *fmt, ...)

@@ -44,7 +44,7 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
         }
     }
     /* a refusal keeps its place in the order; WEFT_CHECK_ARGS agrees first */
-    if (WEFT__UNLIKELY(st != WEFT_SUCCESS || c->mpi_check != MPI_COMM_NULL))
+    if (WEFT__UNLIKELY(st != WEFT_SUCCESS || c->ctl_check != NULL))
         WEFT__CHECK(weft__coll_agree(c, st, &args));
     weft__op_t *op;
     st = weft__op_new(c, WEFT__OP_ALLREDUCE, &op);

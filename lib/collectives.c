@@ -55,16 +55,17 @@ static weft_status_t finish_avg_root(weft__op_t *op)
 
 weft_status_t weft__coll_agree(weft__comm_t *c, weft_status_t st, const weft__coll_args_t *a)
 {
-    if (c->mpi_check != MPI_COMM_NULL) {
+    if (c->ctl_check != NULL) {
         /* One MAX over (refused, v, -v) per field: every rank passed the
          * same v exactly when max(v) == -max(-v). */
         long long v[9] = {st != WEFT_SUCCESS, a->count, -a->count, a->dtype, -a->dtype,
                           a->op,            -a->op,   a->root,   -a->root};
         long long m[9];
-        int rc = PMPI_Allreduce(v, m, 9, MPI_LONG_LONG, MPI_MAX, c->mpi_check);
-        if (rc != MPI_SUCCESS) {
-            weft__mpi_error(rc, "MPI_Allreduce (WEFT_CHECK_ARGS)", __FILE__, __LINE__);
-            if (st == WEFT_SUCCESS) st = WEFT_ERR_MPI;
+        weft_status_t ast = weft__ctl_allreduce(c->ctl_check, v, m, 9, WEFT__CTL_LLONG,
+                                                WEFT__CTL_MAX);
+        if (ast != WEFT_SUCCESS) {
+            WEFT__ERROR("%s: the WEFT_CHECK_ARGS agreement failed", weft__coll_name(a->coll));
+            if (st == WEFT_SUCCESS) st = ast;
         } else if (st == WEFT_SUCCESS) {
             const char *what = m[0]            ? NULL
                                : m[1] != -m[2] ? "count"

@@ -1,4 +1,5 @@
-/* comm.c - communicators: creation from an MPI_Comm, queries, destruction. */
+/* comm.c - communicators: creation over a control channel (the MPI
+ * constructors are in lib/mpi_interop.c), split, queries, destruction. */
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ static _Atomic int next_id;
 static weft_status_t agree(weft__comm_t *c, weft_status_t st)
 {
     int ok = st == WEFT_SUCCESS, all = 0;
-    WEFT__MPI_CHECK(PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->mpi));
+    WEFT__CHECK(weft__ctl_allreduce(c->ctl, &ok, &all, 1, WEFT__CTL_INT, WEFT__CTL_MIN));
     if (st != WEFT_SUCCESS) return st;
     return all ? WEFT_SUCCESS : WEFT_ERR_COMM_BROKEN;
 }
@@ -30,7 +31,7 @@ static weft_status_t agree_transport(weft__comm_t *c, weft_status_t st)
 {
     int id = st == WEFT_SUCCESS ? (int)weft__transport_id(c->tp) : 0;
     int v[3] = {st != WEFT_SUCCESS, id, -id}, all[3] = {0, 0, 0};
-    WEFT__MPI_CHECK(PMPI_Allreduce(v, all, 3, MPI_INT, MPI_MAX, c->mpi));
+    WEFT__CHECK(weft__ctl_allreduce(c->ctl, v, all, 3, WEFT__CTL_INT, WEFT__CTL_MAX));
     if (all[0] != 0) return st != WEFT_SUCCESS ? st : WEFT_ERR_COMM_BROKEN;
     if (all[1] != -all[2]) {
         WEFT__ERROR("weft_comm_create_ex: ranks asked for different transports (this rank: %s)",
@@ -40,30 +41,31 @@ static weft_status_t agree_transport(weft__comm_t *c, weft_status_t st)
     return WEFT_SUCCESS;
 }
 
-weft_status_t weft_comm_create(MPI_Comm mpi_comm, weft_stream_t stream, weft_comm_t *out)
+weft_status_t weft__comm_params(const weft_comm_params_t *params, weft_transport_t *want)
 {
-    return weft_comm_create_ex(mpi_comm, stream, NULL, out);
-}
-
-weft_status_t weft_comm_create_ex(MPI_Comm mpi_comm, weft_stream_t stream,
-                                  const weft_comm_params_t *params, weft_comm_t *out)
-{
-    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
-    if (out == NULL || mpi_comm == MPI_COMM_NULL) return WEFT_ERR_INVALID_ARG;
+    *want = WEFT_TRANSPORT_DEFAULT;
     if (params != NULL && params->size < sizeof(size_t)) return WEFT_ERR_INVALID_ARG;
-    weft_transport_t want = WEFT_TRANSPORT_DEFAULT;
     if (params != NULL &&
         params->size >= offsetof(weft_comm_params_t, transport) + sizeof(weft_transport_t))
-        want = params->transport;
+        *want = params->transport;
+    return WEFT_SUCCESS;
+}
+
+weft_status_t weft__comm_create(weft__ctl_t *ctl, weft_stream_t stream, weft_transport_t want,
+                                weft_comm_t *out)
+{
     weft_status_t st = WEFT_SUCCESS;
     weft__comm_t *c = NULL; /* cache-line aligned: see the layout of weft__comm_t */
-    if (posix_memalign((void **)&c, 64, sizeof(struct weft_comm)) != 0) return WEFT_ERR_NO_MEMORY;
+    if (posix_memalign((void **)&c, 64, sizeof(struct weft_comm)) != 0) {
+        st = WEFT_ERR_NO_MEMORY;
+        goto fail_ctl;
+    }
     memset(c, 0, sizeof(struct weft_comm));
 
-    WEFT__MPI_CHECK_GOTO(MPI_Comm_dup(mpi_comm, &c->mpi), st, fail_free);
-    WEFT__MPI_CHECK_GOTO(MPI_Comm_set_errhandler(c->mpi, MPI_ERRORS_RETURN), st, fail_dup);
-    WEFT__MPI_CHECK_GOTO(MPI_Comm_rank(c->mpi, &c->rank), st, fail_dup);
-    WEFT__MPI_CHECK_GOTO(MPI_Comm_size(c->mpi, &c->size), st, fail_dup);
+    c->ctl = ctl;
+    ctl = NULL;
+    c->rank = weft__ctl_rank(c->ctl);
+    c->size = weft__ctl_size(c->ctl);
     c->pof2 = 1;
     while (c->pof2 * 2 <= c->size) c->pof2 *= 2;
     c->stream = stream;
@@ -71,11 +73,10 @@ weft_status_t weft_comm_create_ex(MPI_Comm mpi_comm, weft_stream_t stream,
     c->id = atomic_fetch_add_explicit(&next_id, 1, memory_order_relaxed);
     for (int i = 0; i < WEFT_COLL_COUNT; i++) atomic_init(&c->force_algo[i], WEFT_ALGO_AUTO);
 
-    c->mpi_check = MPI_COMM_NULL;
-    if (weft__cfg.check_args)
-        WEFT__MPI_CHECK_GOTO(MPI_Comm_dup(c->mpi, &c->mpi_check), st, fail_dup);
+    c->ctl_check = NULL;
+    if (weft__cfg.check_args) WEFT__CHECK_GOTO(weft__ctl_dup(c->ctl, &c->ctl_check), st, fail_dup);
 
-    c->tp = weft__transport_choose(want, &st);
+    c->tp = weft__transport_choose(want, weft__cfg.transport, &st);
     WEFT__CHECK_GOTO(agree_transport(c, st), st, fail_dup);
     st = c->tp->comm_open(c);
     if (st != WEFT_SUCCESS) {
@@ -98,26 +99,12 @@ fail_attach:
 fail_open:
     c->tp->comm_close(c);
 fail_dup:
-    if (c->mpi_check != MPI_COMM_NULL) MPI_Comm_free(&c->mpi_check);
-    MPI_Comm_free(&c->mpi);
-fail_free:
+    weft__ctl_free(&c->ctl_check);
+    weft__ctl_free(&c->ctl);
     free(c);
+fail_ctl:
+    weft__ctl_free(&ctl);
     return st;
-}
-
-weft_status_t weft_comm_world(weft_stream_t stream, const weft_comm_params_t *params,
-                              weft_comm_t *comm)
-{
-    return weft_comm_create_ex(MPI_COMM_WORLD, stream, params, comm);
-}
-
-weft_status_t weft_comm_create_f(int fortran_comm, weft_stream_t stream,
-                                 const weft_comm_params_t *params, weft_comm_t *comm)
-{
-    if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
-    MPI_Comm mc = MPI_Comm_f2c((MPI_Fint)fortran_comm);
-    if (mc == MPI_COMM_NULL) return WEFT_ERR_INVALID_ARG;
-    return weft_comm_create_ex(mc, stream, params, comm);
 }
 
 /* Collective: waits for this comm's ops (helping progress), then frees. */
@@ -125,12 +112,8 @@ static void comm_free(weft__comm_t *c)
 {
     weft__stream_comm_detach(c);
     c->tp->comm_close(c);
-    int rc = MPI_Comm_free(&c->mpi);
-    if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
-    if (c->mpi_check != MPI_COMM_NULL) {
-        rc = MPI_Comm_free(&c->mpi_check);
-        if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
-    }
+    weft__ctl_free(&c->ctl);
+    weft__ctl_free(&c->ctl_check);
     free(c);
 }
 
@@ -168,26 +151,28 @@ weft_status_t weft_comm_split(weft_comm_t comm, int color, int key, weft_stream_
      * nothing of c in flight, every rank meets them in one order. */
     drain(c);
     weft_status_t st = WEFT_SUCCESS;
-    WEFT__MPI_CHECK_GOTO(PMPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, c->mpi), st, out);
+    WEFT__CHECK_GOTO(weft__ctl_allreduce(c->ctl, &bad, &any_bad, 1, WEFT__CTL_INT, WEFT__CTL_MAX),
+                     st, out);
     if (any_bad) {
         if (bad) WEFT__ERROR("weft_comm_split: %s", newcomm == NULL ? "newcomm is NULL"
                                                                      : "color below WEFT_UNDEFINED");
         st = WEFT_ERR_INVALID_ARG;
         goto out;
     }
-    MPI_Comm sub = MPI_COMM_NULL;
-    WEFT__MPI_CHECK_GOTO(MPI_Comm_split(c->mpi, color == WEFT_UNDEFINED ? MPI_UNDEFINED : color,
-                                        key, &sub), st, out);
-    if (sub == MPI_COMM_NULL) {
+    weft__ctl_t *sub = NULL, *dup = NULL;
+    WEFT__CHECK_GOTO(weft__ctl_split(c->ctl, color == WEFT_UNDEFINED ? -1 : color, key, &sub), st,
+                     out);
+    if (sub == NULL) {
         *newcomm = NULL;
         goto out;
     }
-    weft_comm_params_t params = WEFT_COMM_PARAMS_INITIALIZER;
-    params.transport = weft__transport_id(c->tp);
+    /* The new communicator's own duplicate, as weft_comm_create makes of
+     * the MPI communicator it is given. */
+    st = weft__ctl_dup(sub, &dup);
+    weft__ctl_free(&sub);
+    if (st != WEFT_SUCCESS) goto out;
     weft_comm_t made = NULL;
-    st = weft_comm_create_ex(sub, stream, &params, &made);
-    int rc = MPI_Comm_free(&sub);
-    if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
+    st = weft__comm_create(dup, stream, weft__transport_id(c->tp), &made);
     if (st == WEFT_SUCCESS) *newcomm = made;
 out:
     return st;
@@ -233,15 +218,6 @@ weft_status_t weft_comm_get_error(weft_comm_t comm)
     weft__comm_t *c = NULL;
     WEFT__CHECK(weft__comm_get(comm, &c));
     return (weft_status_t)atomic_load_explicit(&c->error, memory_order_relaxed);
-}
-
-weft_status_t weft_comm_get_mpi(weft_comm_t comm, MPI_Comm *mpi_comm)
-{
-    weft__comm_t *c = NULL;
-    WEFT__CHECK(weft__comm_get(comm, &c));
-    if (mpi_comm == NULL) return WEFT_ERR_INVALID_ARG;
-    *mpi_comm = c->mpi;
-    return WEFT_SUCCESS;
 }
 
 weft_status_t weft_comm_get_transport(weft_comm_t comm, weft_transport_t *transport)

@@ -5,12 +5,13 @@
 #ifndef WEFT_COMM_H
 #define WEFT_COMM_H
 
-#include <mpi.h>
 #include <stdatomic.h>
+#include <stddef.h>
 
 #include "weft.h"
 #include "global.h"
 #include "handle.h"
+#include "ctl.h"
 #include "progress.h"
 #include "transport.h"
 
@@ -20,17 +21,24 @@ typedef struct weft__cost {
 
 /* ---- communicators ------------------------------------------------------ */
 typedef struct weft__comm {
-    MPI_Comm mpi;             /* duplicate, MPI_ERRORS_RETURN */
-    MPI_Comm mpi_check;       /* WEFT_CHECK_ARGS: a second duplicate for argument agreement */
-    int rank, size;
+    /* The transport's view (backends/transport.h) and the same fields by
+     * name for the core: one storage, two spellings. */
+    union {
+        weft__tp_comm_t tpc;
+        struct {
+            void *tp_state;   /* owned by the transport */
+            weft__ctl_t *ctl; /* control channel over a private MPI duplicate (lib/ctl.h) */
+            int rank, size;
+            int id;           /* small id for logs and traces */
+        };
+    };
+    weft__ctl_t *ctl_check;   /* WEFT_CHECK_ARGS: a second duplicate for argument agreement */
     int pof2;                 /* largest power of two <= size */
     weft_stream_t stream;
     const weft__transport_t *tp;
-    void *tp_state;           /* owned by the transport */
     _Atomic int force_algo[WEFT_COLL_COUNT];
     int oversubscribed;       /* more ranks on this node than cores */
     int node_local;           /* all ranks share one node */
-    int id;                   /* small id for logs and traces */
     weft__cost_t cost;        /* alpha/beta/gamma agreed by all ranks */
     void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
     uint64_t handle;          /* the public handle (lib/comm.c, base/handle.h) */
@@ -44,6 +52,28 @@ typedef struct weft__comm {
 } weft__comm_t;
 
 struct weft_comm { weft__comm_t c; };
+
+_Static_assert(offsetof(weft__comm_t, tpc) == 0, "weft__tp_comm() needs the view first");
+_Static_assert(offsetof(weft__comm_t, tp_state) == offsetof(weft__comm_t, tpc.state) &&
+               offsetof(weft__comm_t, ctl) == offsetof(weft__comm_t, tpc.ctl) &&
+               offsetof(weft__comm_t, rank) == offsetof(weft__comm_t, tpc.rank) &&
+               offsetof(weft__comm_t, size) == offsetof(weft__comm_t, tpc.size) &&
+               offsetof(weft__comm_t, id) == offsetof(weft__comm_t, tpc.id),
+               "weft__comm_t's named fields and weft__tp_comm_t disagree");
+
+/**
+ * Read the transport weft_comm_create_ex's params ask for (*want; DEFAULT
+ * without params): WEFT_ERR_INVALID_ARG for a params struct too small to be
+ * one. Any thread.
+ */
+weft_status_t weft__comm_params(const weft_comm_params_t *params, weft_transport_t *want);
+/**
+ * Create a communicator over ctl, a private duplicate that it owns from here
+ * on (freed on failure), on the transport `want` (DEFAULT: WEFT_TRANSPORT's
+ * choice). Collective over ctl. Caller thread, after weft_init.
+ */
+weft_status_t weft__comm_create(weft__ctl_t *ctl, weft_stream_t stream, weft_transport_t want,
+                                weft_comm_t *out);
 
 /* weft__comm_get: the communicator behind a public handle (below, after weft__is_init). */
 /** Free the halo plans still alive (lib/halo.c). weft_finalize, engine stopped. */

@@ -30,8 +30,8 @@ weft__config_t weft__cfg;
 /* The names of the NAME rows' values (index = the value stored). */
 static const char *transport_value_name(int v)
 {
-    /* auto is WEFT_TRANSPORT_DEFAULT (the rule of backends/transport_select.c);
-     * the others are weft_transport_name's names. */
+    /* auto is WEFT_TRANSPORT_DEFAULT (resolved by backends/transport.c's table);
+     * the others are the table's names (weft_transport_name). */
     if (v == WEFT_TRANSPORT_DEFAULT) return "auto";
     return v > WEFT_TRANSPORT_DEFAULT && v < WEFT_TRANSPORT_COUNT
                ? weft_transport_name((weft_transport_t)v)

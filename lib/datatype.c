@@ -1,4 +1,5 @@
-/* datatype.c - datatype and operation tables, names, MPI mappings. Any thread. */
+/* datatype.c - datatype and operation tables and names (the MPI mappings are in
+ * lib/mpi_interop.c). Any thread. */
 #include <string.h>
 
 #include "weft_internal.h"
@@ -34,35 +35,6 @@ weft_status_t weft__check_dtype_op(weft_datatype_t d, weft_op_t op)
     if ((op == WEFT_BAND || op == WEFT_BOR || op == WEFT_BXOR) && !dtypes[d].integer)
         return WEFT_ERR_DATATYPE;
     return WEFT_SUCCESS;
-}
-
-MPI_Datatype weft__dtype_mpi(weft_datatype_t d)
-{
-    switch (d) {
-    case WEFT_INT8: return MPI_INT8_T;
-    case WEFT_UINT8: return MPI_UINT8_T;
-    case WEFT_INT32: return MPI_INT32_T;
-    case WEFT_UINT32: return MPI_UINT32_T;
-    case WEFT_INT64: return MPI_INT64_T;
-    case WEFT_UINT64: return MPI_UINT64_T;
-    case WEFT_FLOAT32: return MPI_FLOAT;
-    case WEFT_FLOAT64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL;
-    }
-}
-
-MPI_Op weft__op_mpi(weft_op_t op)
-{
-    switch (op) {
-    case WEFT_SUM: case WEFT_AVG: return MPI_SUM;
-    case WEFT_PROD: return MPI_PROD;
-    case WEFT_MIN: return MPI_MIN;
-    case WEFT_MAX: return MPI_MAX;
-    case WEFT_BAND: return MPI_BAND;
-    case WEFT_BOR: return MPI_BOR;
-    case WEFT_BXOR: return MPI_BXOR;
-    default: return MPI_OP_NULL;
-    }
 }
 
 static const char *const algo_names[WEFT_ALGO_COUNT] = {

@@ -309,20 +309,17 @@ static weft_status_t local_info(const weft__comm_t *c, const weft_halo_params_t 
         }
     }
     if (cart) {
-        int topo = MPI_UNDEFINED, nd = 0;
-        WEFT__MPI_CHECK(MPI_Topo_test(c->mpi, &topo));
-        if (topo != MPI_CART) {
+        int nd = 0, dims[3], per[3], co[3];
+        WEFT__CHECK(weft__ctl_cart(c->ctl, 3, &nd, dims, per, co));
+        if (nd == 0) {
             WEFT__ERROR("halo plan: no grid given and the communicator has no Cartesian topology");
             return WEFT_ERR_HALO_PLAN;
         }
-        WEFT__MPI_CHECK(MPI_Cartdim_get(c->mpi, &nd));
         if (nd != p->ndims) {
             WEFT__ERROR("halo plan: the Cartesian communicator has %d dimensions, the plan %d", nd,
                         p->ndims);
             return WEFT_ERR_HALO_PLAN;
         }
-        int dims[3], per[3], co[3];
-        WEFT__MPI_CHECK(MPI_Cart_get(c->mpi, nd, dims, per, co));
         for (int d = 0; d < nd; d++) {
             in->grid[d] = dims[d];
             in->periodic[d] = per[d] != 0;

@@ -1,19 +1,34 @@
 /*
- * mpi_interop.h - Weft's use of MPI: the datatype and operation maps and
- * the MPI return-code checks.
+ * mpi_interop.h - Weft's use of MPI, the one private header that includes
+ * mpi.h. Included only by the MPI interop (lib/mpi_interop.c, lib/mpi_ctl.c)
+ * and the MPI backend (backends/mpi/); everything else reaches MPI through
+ * the control channel (lib/ctl.h) and the transport interface.
  */
 #ifndef WEFT_MPI_INTEROP_H
 #define WEFT_MPI_INTEROP_H
 
 #include <mpi.h>
 
-#include "reduce.h"
+#include "ctl.h"
 #include "sys.h"
+#include "weft.h"
 
 /** MPI's datatype / op for ours; MPI_DATATYPE_NULL / MPI_OP_NULL where MPI has
  * none (float16, bfloat16). AVG maps to MPI_SUM. Any thread. */
 MPI_Datatype weft__dtype_mpi(weft_datatype_t dtype);
 MPI_Op weft__op_mpi(weft_op_t op);
+
+/** The MPI communicator behind a control channel (valid until weft__ctl_free).
+ * Any thread. */
+MPI_Comm weft__ctl_mpi(const weft__ctl_t *ctl);
+/**
+ * A new control channel over a private duplicate of mpi_comm, with
+ * MPI_ERRORS_RETURN (weft_comm_create). Collective over mpi_comm. Any thread.
+ */
+weft_status_t weft__ctl_from_mpi(MPI_Comm mpi_comm, weft__ctl_t **out);
+
+/** Start weft__ctl_world (weft__mpi_init, MPI initialised; lib/mpi_ctl.c). */
+weft_status_t weft__ctl_world_start(void);
 
 /* ---- check macros (log once where found, then propagate) ------------------ */
 /* Weft's own MPI traffic calls the PMPI_ entry of every function that

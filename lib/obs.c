@@ -80,7 +80,7 @@ weft_status_t weft__obs_init(void)
         weft__trace_file(path, sizeof path, rank);
         if (!output_ok("WEFT_TRACE", path)) mine[0] = 1;
     }
-    WEFT__MPI_CHECK(PMPI_Allreduce(mine, all, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    WEFT__CHECK(weft__ctl_allreduce(weft__ctl_world(), mine, all, 3, WEFT__CTL_INT, WEFT__CTL_MAX));
     if (all[0]) {
         if (!mine[0] && rank == 0)
             WEFT__ERROR("WEFT_PROFILE/WEFT_TRACE: another rank cannot write its output");

@@ -269,11 +269,11 @@ static weft_status_t gather_and_write(const char *path, double *mine, int nmine)
     }
     /* Every rank learns whether rank 0 can receive, so nobody is left in a
      * collective alone. */
+    weft__ctl_t *world = weft__ctl_world();
     int ok = st == WEFT_SUCCESS;
-    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
+    WEFT__CHECK_GOTO(weft__ctl_bcast(world, &ok, sizeof ok, 0), st, out);
     if (!ok) goto out;
-    WEFT__MPI_CHECK_GOTO(PMPI_Gather(&ndoubles, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD),
-                         st, out);
+    WEFT__CHECK_GOTO(weft__ctl_gather(world, &ndoubles, sizeof ndoubles, counts, 0), st, out);
     if (rank == 0) {
         for (int r = 0; r < size; r++) {
             displs[r] = total;
@@ -286,14 +286,13 @@ static weft_status_t gather_and_write(const char *path, double *mine, int nmine)
             if (all == NULL || rank_of == NULL) ok = 0;
         }
     }
-    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD), st, out);
+    WEFT__CHECK_GOTO(weft__ctl_bcast(world, &ok, sizeof ok, 0), st, out);
     if (!ok) {
         st = WEFT_ERR_NO_MEMORY;
         goto out;
     }
-    WEFT__MPI_CHECK_GOTO(MPI_Gatherv(mine, ndoubles, MPI_DOUBLE, all, counts, displs, MPI_DOUBLE,
-                                     0, MPI_COMM_WORLD),
-                         st, out);
+    WEFT__CHECK_GOTO(weft__ctl_gatherv(world, mine, ndoubles, all, counts, displs,
+                                       WEFT__CTL_DOUBLE, 0), st, out);
     if (rank == 0) {
         for (int r = 0; r < size; r++)
             for (int i = displs[r] / NFIELD; i < (displs[r] + counts[r]) / NFIELD; i++) rank_of[i] = r;
@@ -321,8 +320,7 @@ void weft__profile_fini(void)
     pthread_mutex_unlock(&P.lock);
     if (weft__cfg.profile_path[0] == '\0') goto out; /* enabled at run time only: see dump */
     if (st != WEFT_SUCCESS) nrows = 0;               /* logged; this rank contributes nothing */
-    int fin = 0, init = 0;
-    if (MPI_Initialized(&init) != MPI_SUCCESS || !init || MPI_Finalized(&fin) != MPI_SUCCESS || fin) {
+    if (!weft__mpi_usable()) {
         WEFT__ERROR("profile: MPI is not usable at weft_finalize; %s not written",
                     weft__cfg.profile_path);
         goto out;

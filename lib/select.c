@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "measure.h"
 #include "weft_internal.h"
 
 typedef struct rule {
@@ -204,107 +205,21 @@ weft_status_t weft__select_load(void)
     return weft__tuning_parse(weft__cfg.tuning_file);
 }
 
-/* ---- measurement ------------------------------------------------------------------ */
-static int cmp_double(const void *a, const void *b)
+/* ---- the process-wide cost parameters (lib/measure.c measures them) ------------- */
+bool weft__select_cost_known(weft__cost_t *out)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    if (S.have_cost) *out = S.cost;
+    return S.have_cost != 0;
 }
 
-/* Ping-pong between ranks 0 and 1 of c: fastest one-way time for `bytes`.
- * The minimum, not the median: on a loaded node the median measures the
- * load, while the minimum measures what the hardware does. */
-static weft_status_t pingpong(weft__comm_t *c, void *buf, int bytes, int iters, double *one_way)
+void weft__select_cost_remember(const weft__cost_t *cost)
 {
-    double t[32];
-    if (iters > 32) iters = 32;
-    for (int i = 0; i < iters; i++) {
-        double t0 = MPI_Wtime();
-        if (c->rank == 0) {
-            WEFT__MPI_CHECK(MPI_Send(buf, bytes, MPI_BYTE, 1, 0, c->mpi));
-            WEFT__MPI_CHECK(MPI_Recv(buf, bytes, MPI_BYTE, 1, 0, c->mpi, MPI_STATUS_IGNORE));
-        } else if (c->rank == 1) {
-            WEFT__MPI_CHECK(MPI_Recv(buf, bytes, MPI_BYTE, 0, 0, c->mpi, MPI_STATUS_IGNORE));
-            WEFT__MPI_CHECK(MPI_Send(buf, bytes, MPI_BYTE, 0, 0, c->mpi));
-        }
-        t[i] = (MPI_Wtime() - t0) / 2;
-    }
-    qsort(t, (size_t)iters, sizeof t[0], cmp_double);
-    *one_way = t[0];
-    return WEFT_SUCCESS;
+    if (S.have_cost) return;
+    S.cost = *cost;
+    S.have_cost = 1;
 }
 
-/*
- * alpha, beta: ping-pongs of 8 B, 64 KiB and 1 MiB. Beta is the slope
- * between the two large sizes; alpha is that line's intercept (at least the
- * 8 B time). The intercept, not the 8 B latency: the algorithms' messages
- * that matter for a choice are large enough to use the transport's
- * rendezvous protocol, whose handshake costs several small-message
- * latencies. gamma: the float32 sum kernel on 256 Ki elements.
- */
-static weft_status_t measure(weft__comm_t *c, weft__cost_t *out)
-{
-    enum { BIG = 1 << 20, MID = 64 << 10, SMALL = 8 };
-    weft_status_t st = WEFT_SUCCESS;
-    char *buf = calloc(2, BIG);
-    if (buf == NULL) return WEFT_ERR_NO_MEMORY;
-    double t_small = 0, t_mid = 0, t_big = 0;
-    if (c->rank <= 1) {
-        WEFT__CHECK_GOTO(pingpong(c, buf, SMALL, 2, &t_small), st, out); /* warm up */
-        WEFT__CHECK_GOTO(pingpong(c, buf, SMALL, 31, &t_small), st, out);
-        WEFT__CHECK_GOTO(pingpong(c, buf, MID, 2, &t_mid), st, out);
-        WEFT__CHECK_GOTO(pingpong(c, buf, MID, 15, &t_mid), st, out);
-        WEFT__CHECK_GOTO(pingpong(c, buf, BIG, 1, &t_big), st, out);
-        WEFT__CHECK_GOTO(pingpong(c, buf, BIG, 7, &t_big), st, out);
-    }
-    /* gamma: float32 sum of 256 Ki elements, fastest of 5 */
-    double g[5];
-    for (int i = 0; i < 5; i++) {
-        double t0 = weft__now();
-        weft__reduce(buf, buf + BIG, BIG / 4, WEFT_FLOAT32, WEFT_SUM);
-        g[i] = (weft__now() - t0) / BIG;
-    }
-    qsort(g, 5, sizeof g[0], cmp_double);
-    out->beta = t_big > t_mid ? (t_big - t_mid) / (BIG - MID) : default_cost.beta;
-    double intercept = t_mid - MID * out->beta;
-    out->alpha = intercept > t_small ? intercept : t_small > 0 ? t_small : default_cost.alpha;
-    out->gamma = g[0] > 0 ? g[0] : default_cost.gamma;
-out:
-    free(buf);
-    return st;
-}
-
-/* Collective over c: agree on the cost parameters (rank 0's view wins). */
-weft_status_t weft__select_init(weft__comm_t *c)
-{
-    double v[4] = {S.have_cost, S.cost.alpha, S.cost.beta, S.cost.gamma};
-    WEFT__MPI_CHECK(PMPI_Bcast(v, 4, MPI_DOUBLE, 0, c->mpi));
-    if (v[0] == 0 && weft__cfg.measure && c->size > 1) {
-        weft__cost_t m = default_cost;
-        weft_status_t st = measure(c, &m);
-        int ok = st == WEFT_SUCCESS, all = 0;
-        WEFT__MPI_CHECK(PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c->mpi));
-        if (!all) return st != WEFT_SUCCESS ? st : WEFT_ERR_COMM_BROKEN;
-        v[0] = 1;
-        v[1] = m.alpha;
-        v[2] = m.beta;
-        v[3] = m.gamma;
-        WEFT__MPI_CHECK(PMPI_Bcast(v, 4, MPI_DOUBLE, 0, c->mpi));
-        WEFT__INFO("measured alpha %.3g s, beta %.3g s/B, gamma %.3g s/B", v[1], v[2], v[3]);
-    }
-    if (v[0] != 0) {
-        c->cost = (weft__cost_t){v[1], v[2], v[3]};
-        /* Remember process-wide (same machine): later comms reuse it. Only the
-         * caller thread of comm creation writes S here. */
-        if (!S.have_cost) {
-            S.cost = c->cost;
-            S.have_cost = 1;
-        }
-    } else {
-        c->cost = default_cost;
-    }
-    return WEFT_SUCCESS;
-}
+const weft__cost_t *weft__select_cost_default(void) { return &default_cost; }
 
 /* ---- the choice ---------------------------------------------------------------------- */
 static bool usable(const weft__algo_impl_t *impl, weft_datatype_t dtype)

@@ -178,11 +178,13 @@ weft_status_t weft__stream_comm_attach(weft__comm_t *comm)
     const weft__nccl_backend_t *nb = s->dev != weft__device_host() ? weft__nccl_backend() : NULL;
     int mine = (nb != NULL && s->dev == weft__device_cuda()) ? 1 : 0, all = 0;
     weft_status_t st = WEFT_SUCCESS;
-    WEFT__MPI_CHECK_GOTO(PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm->mpi), st, fail);
+    WEFT__CHECK_GOTO(weft__ctl_allreduce(comm->ctl, &mine, &all, 1, WEFT__CTL_INT, WEFT__CTL_MIN),
+                     st, fail);
     if (all) {
         weft_status_t ost = nb->comm_open(comm, &cs->nccl);
         int ok = ost == WEFT_SUCCESS, allok = 0;
-        WEFT__MPI_CHECK_GOTO(PMPI_Allreduce(&ok, &allok, 1, MPI_INT, MPI_MIN, comm->mpi), st, fail);
+        WEFT__CHECK_GOTO(weft__ctl_allreduce(comm->ctl, &ok, &allok, 1, WEFT__CTL_INT,
+                                             WEFT__CTL_MIN), st, fail);
         if (!allok) {
             if (cs->nccl) nb->comm_close(cs->nccl);
             cs->nccl = NULL;

@@ -137,34 +137,27 @@ static void op_event(const weft__op_t *op, const char *cat, double ts, double du
 static weft_status_t trace_sync_clock(void)
 {
     weft_status_t st = WEFT_SUCCESS;
-    MPI_Comm node = MPI_COMM_NULL, leaders = MPI_COMM_NULL;
-    int node_rank = 0;
+    weft__ctl_t *world = weft__ctl_world(), *node = NULL, *leaders = NULL;
     double sync[2] = {0, 0}; /* offset, round trip */
     /* WEFT_TRACE_CLOCK=measure: every rank measures (each its own "node"). */
     if (weft__cfg.trace_clock_measure)
-        WEFT__MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, weft__g.world_rank, 0, &node));
+        WEFT__CHECK(weft__ctl_split(world, weft__g.world_rank, 0, &node));
     else
-        WEFT__MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                                            MPI_INFO_NULL, &node));
-    WEFT__MPI_CHECK_GOTO(MPI_Comm_set_errhandler(node, MPI_ERRORS_RETURN), st, out);
-    WEFT__MPI_CHECK_GOTO(MPI_Comm_rank(node, &node_rank), st, out);
+        WEFT__CHECK(weft__ctl_split_node(world, &node));
+    int node_rank = weft__ctl_rank(node);
     /* World rank 0 is rank 0 of its node (key 0 keeps MPI_COMM_WORLD's order)
      * and so rank 0 of the leaders. */
-    WEFT__MPI_CHECK_GOTO(MPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED,
-                                        weft__g.world_rank, &leaders), st, out);
-    if (leaders != MPI_COMM_NULL) {
-        int lr = 0, ln = 1;
-        WEFT__MPI_CHECK_GOTO(MPI_Comm_set_errhandler(leaders, MPI_ERRORS_RETURN), st, out);
-        WEFT__MPI_CHECK_GOTO(MPI_Comm_rank(leaders, &lr), st, out);
-        WEFT__MPI_CHECK_GOTO(MPI_Comm_size(leaders, &ln), st, out);
+    WEFT__CHECK_GOTO(weft__ctl_split(world, node_rank == 0 ? 0 : -1, weft__g.world_rank, &leaders),
+                     st, out);
+    if (leaders != NULL) {
+        int lr = weft__ctl_rank(leaders), ln = weft__ctl_size(leaders);
         if (lr == 0) {
             for (int r = 1; r < ln; r++) {
                 for (int k = 0; k < SYNC_ROUNDS; k++) {
                     char ping;
-                    WEFT__MPI_CHECK_GOTO(MPI_Recv(&ping, 1, MPI_CHAR, r, 0, leaders,
-                                                  MPI_STATUS_IGNORE), st, out);
+                    WEFT__CHECK_GOTO(weft__ctl_recv(leaders, &ping, 1, r, 0), st, out);
                     double t = weft__now();
-                    WEFT__MPI_CHECK_GOTO(MPI_Send(&t, 1, MPI_DOUBLE, r, 0, leaders), st, out);
+                    WEFT__CHECK_GOTO(weft__ctl_send(leaders, &t, sizeof t, r, 0), st, out);
                 }
             }
         } else {
@@ -173,9 +166,8 @@ static weft_status_t trace_sync_clock(void)
                 char ping = 0;
                 double t_root = 0;
                 double t0 = weft__now();
-                WEFT__MPI_CHECK_GOTO(MPI_Send(&ping, 1, MPI_CHAR, 0, 0, leaders), st, out);
-                WEFT__MPI_CHECK_GOTO(MPI_Recv(&t_root, 1, MPI_DOUBLE, 0, 0, leaders,
-                                              MPI_STATUS_IGNORE), st, out);
+                WEFT__CHECK_GOTO(weft__ctl_send(leaders, &ping, 1, 0, 0), st, out);
+                WEFT__CHECK_GOTO(weft__ctl_recv(leaders, &t_root, sizeof t_root, 0, 0), st, out);
                 double t1 = weft__now();
                 if (best < 0 || t1 - t0 < best) {
                     best = t1 - t0;
@@ -185,24 +177,15 @@ static weft_status_t trace_sync_clock(void)
             sync[1] = best;
         }
     }
-    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(sync, 2, MPI_DOUBLE, 0, node), st, out);
+    WEFT__CHECK_GOTO(weft__ctl_bcast(node, sync, sizeof sync, 0), st, out);
     if (weft__g.world_rank == 0)
         T.run_id = ((unsigned long long)getpid() << 32) ^ (unsigned long long)(weft__now() * 1e6);
-    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&T.run_id, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), st,
-                         out);
+    WEFT__CHECK_GOTO(weft__ctl_bcast(world, &T.run_id, sizeof T.run_id, 0), st, out);
     T.clock_offset = sync[0];
     T.clock_rtt = sync[1];
 out:
-    if (leaders != MPI_COMM_NULL) {
-        int rc = MPI_Comm_free(&leaders);
-        if (rc != MPI_SUCCESS && st == WEFT_SUCCESS)
-            st = weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
-    }
-    if (node != MPI_COMM_NULL) {
-        int rc = MPI_Comm_free(&node);
-        if (rc != MPI_SUCCESS && st == WEFT_SUCCESS)
-            st = weft__mpi_error(rc, "MPI_Comm_free", __FILE__, __LINE__);
-    }
+    weft__ctl_free(&leaders);
+    weft__ctl_free(&node);
     return st;
 }
 

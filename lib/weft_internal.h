@@ -3,7 +3,8 @@
  * their life cycle, agreement steps. The layers and extension points have
  * their own headers, included here for the files of lib/: base/sys.h, base/log.h,
  * base/handle.h, progress/progress.h, backends/transport.h, lib/coll/algo.h,
- * lib/select.h, lib/obs.h, lib/stream.h, lib/mpi_interop.h. Never installed.
+ * lib/select.h, lib/obs.h, lib/stream.h, lib/ctl.h (MPI itself only in lib/mpi_interop.h,
+ * which this header does not include). Never installed.
  *
  * Names: internal functions are weft__*, file-local ones are static.
  */
@@ -17,14 +18,13 @@
 #include <stdint.h>
 
 #include "weft.h"
-#include "weft_mpi.h"
 #include "algo.h"
 #include "comm.h"
 #include "config.h"
+#include "ctl.h"
 #include "global.h"
 #include "handle.h"
 #include "log.h"
-#include "mpi_interop.h"
 #include "obs.h"
 #include "progress.h"
 #include "reduce.h"

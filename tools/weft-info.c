@@ -1,5 +1,5 @@
 /*
- * weft-info - what this Weft is: version, build, backends, algorithms, every
+ * weft-info - what this Weft is: version, build, backends, transports, algorithms, every
  * WEFT_* variable with its value and default, and the selection table the
  * library would use for a communicator of P ranks.
  *
@@ -26,6 +26,7 @@
 
 #include "weft_cli.h"
 #include "weft_internal.h"
+#include "weft_mpi.h"
 #ifdef WEFT_HAVE_UCX
 #include <ucp/api/ucp.h>
 #endif
@@ -110,6 +111,22 @@ static void print_backends(void)
 #else
     printf("  nccl   no   (not built)\n");
 #endif
+}
+
+/* The transport table (backends/transport.c), in "auto"'s order. */
+static void print_transports(void)
+{
+    int n = 0;
+    const weft__transport_row_t *rows = weft__transport_table(&n);
+    const char *chosen = NULL;
+    printf("Transports (WEFT_TRANSPORT=auto takes the first one built in):\n");
+    for (int i = 0; i < n; i++) {
+        int built = rows[i].get() != NULL;
+        if (built && chosen == NULL) chosen = rows[i].name;
+        if (built) printf("  %-6s yes\n", rows[i].name);
+        else printf("  %-6s no   (not built: %s)\n", rows[i].name, rows[i].missing);
+    }
+    printf("  auto   ->   %s\n", chosen ? chosen : "(none built)");
 }
 
 static void print_algorithms(void)
@@ -207,7 +224,6 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
 {
     weft__comm_t c;
     memset(&c, 0, sizeof c);
-    c.mpi = MPI_COMM_SELF;
     c.rank = 0;
     c.size = p;
     c.pof2 = 1;
@@ -377,9 +393,10 @@ int main(int argc, char **argv)
          * tuning file's values or the defaults (nothing to measure alone). */
         weft__comm_t one;
         memset(&one, 0, sizeof one);
-        one.mpi = MPI_COMM_SELF;
         one.size = 1;
-        st = weft__select_init(&one);
+        st = weft__ctl_split(weft__ctl_world(), weft__g.world_rank, 0, &one.ctl);
+        if (st == WEFT_SUCCESS) st = weft__select_init(&one);
+        weft__ctl_free(&one.ctl);
         if (st != WEFT_SUCCESS) {
             fprintf(stderr, "weft-info: cannot set up the cost model: %s\n", weft_strerror(st));
             rc = 1;
@@ -403,6 +420,7 @@ int main(int argc, char **argv)
         printf("Processes: %d (MPI_COMM_WORLD)%s\n", weft__g.world_size,
                weft__g.oversubscribed ? ", oversubscribed node" : "");
         print_backends();
+        print_transports();
         print_algorithms();
         if (vars) print_vars();
         const void *rv;

@@ -31,6 +31,8 @@
 
 #include "weft_cli.h"
 #include "weft_internal.h"
+#include "mpi_interop.h"
+#include "weft_mpi.h"
 
 #define MAX_SIZES 64
 

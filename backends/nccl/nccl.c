@@ -4,7 +4,7 @@
  *
  * A Weft communicator bound to a CUDA stream gets one NCCL communicator at
  * creation: rank 0 makes the unique id (ncclGetUniqueId) and broadcasts it,
- * with its status, over the communicator's MPI communicator; every rank then
+ * with its status, over the communicator's control channel (lib/ctl.h); every rank then
  * joins with ncclCommInitRank. ncclAllReduce is enqueued on the stream by the
  * issuing thread; the progress engine polls ncclCommGetAsyncError while the
  * kernel runs and aborts the NCCL communicator (ncclCommAbort) on an error or
@@ -48,7 +48,7 @@ typedef struct nccl_state {
     int id;             /* the Weft comm's id, for logs */
 } nccl_state_t;
 
-/* Caller thread, collective over comm->mpi (weft_comm_create). */
+/* Caller thread, collective over comm (weft_comm_create). */
 static weft_status_t n_comm_open(weft__comm_t *comm, void **out)
 {
     weft_status_t st = WEFT_SUCCESS;
@@ -65,7 +65,7 @@ static weft_status_t n_comm_open(weft__comm_t *comm, void **out)
         msg.status = r == ncclSuccess ? 0 : (int)nccl_error(r, "ncclGetUniqueId", __FILE__, __LINE__);
     }
     /* Rank 0's status travels with the id, so no rank waits for a failed one. */
-    WEFT__MPI_CHECK_GOTO(PMPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, comm->mpi), st, fail);
+    WEFT__CHECK_GOTO(weft__ctl_bcast(comm->ctl, &msg, sizeof msg, 0), st, fail);
     if (msg.status != 0) {
         st = WEFT_ERR_NCCL;
         goto fail;

@@ -28,8 +28,14 @@
  * weft__engine_lock. The data path thus takes no lock of its own (it took a
  * mutex per call before: lock and unlock were 19% of a rank's time in an
  * 8-byte ping-pong). g_lock only serialises creating and destroying the
- * context and worker. MPI calls are never made while either lock is held.
+ * context and worker. Control-channel (MPI) calls are never made while either
+ * lock is held.
+ *
+ * Includes: transport.h (the interface), lib/ctl.h (the control channel for
+ * comm_open/close's collectives), progress/progress.h (the progress lock and
+ * hook), base/ headers.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,9 +43,8 @@
 
 #include <ucp/api/ucp.h>
 
-#include "comm.h"
+#include "ctl.h"
 #include "log.h"
-#include "mpi_interop.h"
 #include "progress.h"
 #include "transport.h"
 
@@ -54,7 +59,7 @@
 /* A cancelled transfer not released in this many seconds is abandoned to UCX. */
 #define UCX_CANCEL_TIMEOUT_S 2.0
 
-/* Per-communicator state (comm->tp_state). */
+/* Per-communicator state (weft__tp_comm(comm)->state). */
 typedef struct ucx_comm {
     uint32_t id;     /* agreed comm id, < UCX_MAX_IDS */
     int size;
@@ -301,10 +306,10 @@ void weft__transport_ucx_shutdown(void)
  * on every rank), so that a failure on one rank fails the collective call
  * everywhere instead of leaving the others waiting.
  */
-static weft_status_t agree_status(MPI_Comm mpi, weft_status_t local, const char *what)
+static weft_status_t agree_status(weft__ctl_t *ctl, weft_status_t local, const char *what)
 {
     int mine = (int)local, all = 0;
-    WEFT__MPI_CHECK(PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, mpi));
+    WEFT__CHECK(weft__ctl_allreduce(ctl, &mine, &all, 1, WEFT__CTL_INT, WEFT__CTL_MIN));
     if (all < 0 && mine >= 0) {
         WEFT__ERROR("UCX transport: %s failed on another rank (%s)", what,
                     weft_status_name((weft_status_t)all));
@@ -457,51 +462,47 @@ static weft_status_t peer_acquire(const unsigned char *addr, size_t len, int ran
 }
 
 /**
- * Wait for MPI request *req while progressing our worker, so that a peer
- * that needs a protocol answer of ours (a rendezvous acknowledgement) gets
- * it while we wait. Caller thread.
+ * Progress our worker (weft__ctl_barrier's poll while a communicator
+ * closes), so that a peer that needs a protocol answer of ours (a rendezvous
+ * acknowledgement) gets it while we wait. Caller thread.
  */
-static weft_status_t wait_progressing(MPI_Request *req)
+static void progress_worker(void *unused)
 {
-    int flag = 0;
-    while (!flag) {
-        weft__engine_lock();
-        if (g_worker != NULL) ucp_worker_progress(g_worker);
-        weft__engine_unlock();
-        WEFT__MPI_CHECK(MPI_Test(req, &flag, MPI_STATUS_IGNORE));
-        /* Leave the core to the peers on an oversubscribed node. */
-        if (!flag) sched_yield();
-    }
-    return WEFT_SUCCESS;
+    WEFT__UNUSED(unused);
+    weft__engine_lock();
+    if (g_worker != NULL) ucp_worker_progress(g_worker);
+    weft__engine_unlock();
 }
 
 /* ---- communicator open / close ------------------------------------------- */
 /**
  * Open the UCX side of a communicator: start UCX if needed, agree on a comm
- * id, exchange worker addresses over comm->mpi and create an endpoint to
- * every rank. Four collectives on comm->mpi (MPI collectives are slow on an
+ * id, exchange worker addresses over the comm's control channel (lib/ctl.h)
+ * and create an endpoint to every rank. Four collectives on it (MPI
+ * collectives, which the channel runs, are slow on an
  * oversubscribed node, so they are merged):
- *   1. MPI_Allreduce MAX of (worst start-up status, comm id proposal, longest
+ *   1. allreduce MAX of (worst start-up status, comm id proposal, longest
  *      worker address): each member proposes its lowest free virtual id;
- *   2. MPI_Allreduce MIN of (claimed the agreed id, allocated the address
+ *   2. allreduce MIN of (claimed the agreed id, allocated the address
  *      table): if a member could not claim the id (another thread of that
  *      process took it meanwhile), all release it and repeat 1-2 above it,
  *      so communicators created concurrently never share an id;
- *   3. MPI_Allgather of fixed-size records (length + address);
- *   4. MPI_Allreduce of the endpoint-creation status.
+ *   3. allgather of fixed-size records (length + address);
+ *   4. allreduce of the endpoint-creation status.
  * Every rank returns the same status; on failure nothing is left open.
- * Collective over comm->mpi. Thread: the thread in weft_comm_create (any user
+ * Collective over the comm. Thread: the thread in weft_comm_create (any user
  * thread); may run while the engine progresses other communicators
  * (serialised by the progress lock).
  */
-static weft_status_t ucx_comm_open(weft__comm_t *comm)
+static weft_status_t ucx_comm_open(struct weft__comm *comm)
 {
     weft_status_t st = WEFT_SUCCESS, lst;
     ucx_comm_t *uc = NULL;
     unsigned char *recs = NULL;
     uint32_t id = UCX_MAX_IDS;
     size_t rec = 0;
-    const int p = comm->size;
+    weft__tp_comm_t *t = weft__tp_comm(comm);
+    const int p = t->size;
 
     if ((unsigned)p > UCX_MAX_RANKS) {
         /* The same on every rank: no need to agree. */
@@ -523,8 +524,8 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
         uint64_t in1[3] = {(uint64_t)(-(int64_t)lst),
                            lst == WEFT_SUCCESS ? id_lowest_free(from) : 0, mylen};
         uint64_t out1[3] = {0, 0, 0};
-        WEFT__MPI_CHECK_GOTO(PMPI_Allreduce(in1, out1, 3, MPI_UINT64_T, MPI_MAX, comm->mpi), st,
-                             out);
+        WEFT__CHECK_GOTO(weft__ctl_allreduce(t->ctl, in1, out1, 3, WEFT__CTL_U64, WEFT__CTL_MAX),
+                         st, out);
         if (out1[0] != 0) {
             st = (weft_status_t)(-(int64_t)out1[0]);
             if (lst == WEFT_SUCCESS)
@@ -551,10 +552,11 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
         }
         int claimed = id_try_claim(out1[1]);
         int in2[2] = {claimed, recs != NULL}, out2[2] = {0, 0};
-        int rc = PMPI_Allreduce(in2, out2, 2, MPI_INT, MPI_MIN, comm->mpi);
-        if (rc != MPI_SUCCESS) {
+        weft_status_t ast = weft__ctl_allreduce(t->ctl, in2, out2, 2, WEFT__CTL_INT, WEFT__CTL_MIN);
+        if (ast != WEFT_SUCCESS) {
             if (claimed) id_release((uint32_t)(out1[1] % UCX_MAX_IDS));
-            st = weft__mpi_error(rc, "MPI_Allreduce(claim comm id)", __FILE__, __LINE__);
+            WEFT__ERROR("UCX transport: the agreement on a comm id failed");
+            st = ast;
             goto out;
         }
         if (out2[0] && out2[1]) {
@@ -572,11 +574,10 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
     }
 
     /* 3: every rank's worker address, one fixed-size record each */
-    unsigned char *mine = recs + (size_t)comm->rank * rec;
+    unsigned char *mine = recs + (size_t)weft__tp_comm(comm)->rank * rec;
     memcpy(mine, &mylen, sizeof(mylen));
     memcpy(mine + sizeof(uint64_t), g_addr, (size_t)mylen);
-    WEFT__MPI_CHECK_GOTO(PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recs, (int)rec,
-                                       MPI_BYTE, comm->mpi), st, out);
+    WEFT__CHECK_GOTO(weft__ctl_allgather(t->ctl, NULL, recs, rec), st, out);
 
     /* 4: endpoints, under the progress lock (the engine may be progressing
      * the worker) */
@@ -592,12 +593,12 @@ static weft_status_t ucx_comm_open(weft__comm_t *comm)
     }
     weft__engine_unlock();
     /* On failure the endpoints made stay in the table for a later attempt. */
-    st = agree_status(comm->mpi, lst, "endpoint creation");
+    st = agree_status(t->ctl, lst, "endpoint creation");
     if (st < 0) goto out;
 
-    comm->tp_state = uc;
+    weft__tp_comm(comm)->state = uc;
     uc = NULL;
-    WEFT__DEBUG("UCX transport: comm %d open as UCX comm id %u (%d ranks)", comm->id,
+    WEFT__DEBUG("UCX transport: comm %d open as UCX comm id %u (%d ranks)", weft__tp_comm(comm)->id,
                 (unsigned)id, p);
 out:
     if (st < 0 && id < UCX_MAX_IDS) id_release(id);
@@ -611,31 +612,28 @@ out:
  * still need a protocol answer of ours to finish its last transfer), until
  * all ranks stopped using the communicator, then frees the id and the state
  * (the shared endpoints stay open: see ucx_peer_t).
- * Collective over comm->mpi. Thread: the thread in weft_comm_destroy or
+ * Collective over the comm. Thread: the thread in weft_comm_destroy or
  * weft_finalize, after every op on comm completed. Errors are logged.
  */
-static void ucx_comm_close(weft__comm_t *comm)
+static void ucx_comm_close(struct weft__comm *comm)
 {
-    ucx_comm_t *uc = comm->tp_state;
+    ucx_comm_t *uc = weft__tp_comm(comm)->state;
     if (uc == NULL) return;
-    MPI_Request req = MPI_REQUEST_NULL;
-    int rc = PMPI_Ibarrier(comm->mpi, &req);
-    if (rc != MPI_SUCCESS)
-        (void)weft__mpi_error(rc, "MPI_Ibarrier(UCX close)", __FILE__, __LINE__);
-    else
-        (void)wait_progressing(&req);
+    if (weft__ctl_barrier(weft__tp_comm(comm)->ctl, progress_worker, NULL) != WEFT_SUCCESS)
+        WEFT__ERROR("UCX transport: the closing barrier of comm %d failed",
+                    weft__tp_comm(comm)->id);
     id_release(uc->id);
     free(uc);
-    comm->tp_state = NULL;
+    weft__tp_comm(comm)->state = NULL;
 }
 
 /* ---- data path (engine side) ----------------------------------------------- */
 /* The comm's UCX state if peer is one of its ranks; NULL (logged) otherwise. */
-static ucx_comm_t *peer_comm(weft__comm_t *comm, int peer, const char *what)
+static ucx_comm_t *peer_comm(struct weft__comm *comm, int peer, const char *what)
 {
-    ucx_comm_t *uc = comm->tp_state;
+    ucx_comm_t *uc = weft__tp_comm(comm)->state;
     if (WEFT__LIKELY(uc != NULL && peer >= 0 && peer < uc->size)) return uc;
-    WEFT__ERROR("UCX transport: %s invalid rank %d on comm %d", what, peer, comm->id);
+    WEFT__ERROR("UCX transport: %s invalid rank %d on comm %d", what, peer, weft__tp_comm(comm)->id);
     return NULL;
 }
 
@@ -662,7 +660,7 @@ static weft_status_t posted(ucs_status_ptr_t r, weft__xfer_t *x, const char *wha
  * Post a tagged send of `bytes` bytes to `peer`. Immediate completion leaves
  * x inactive. Engine side only.
  */
-static weft_status_t ucx_isend(weft__comm_t *comm, const void *buf, size_t bytes, int peer,
+static weft_status_t ucx_isend(struct weft__comm *comm, const void *buf, size_t bytes, int peer,
                                uint32_t tag, weft__xfer_t *x)
 {
     ucx_comm_t *uc = peer_comm(comm, peer, "send to");
@@ -675,7 +673,7 @@ static weft_status_t ucx_isend(weft__comm_t *comm, const void *buf, size_t bytes
     if (buf == NULL) buf = &g_zero_byte;
 
     ucs_status_ptr_t r = ucp_tag_send_nbx(uc->eps[peer], buf, bytes,
-                                          ucx_tag(uc->id, comm->rank, tag), &prm);
+                                          ucx_tag(uc->id, weft__tp_comm(comm)->rank, tag), &prm);
     return posted(r, x, "ucp_tag_send_nbx", bytes, peer, tag);
 }
 
@@ -683,7 +681,7 @@ static weft_status_t ucx_isend(weft__comm_t *comm, const void *buf, size_t bytes
  * Post a tagged receive of at most `bytes` bytes from `peer` (full tag mask).
  * Engine side only.
  */
-static weft_status_t ucx_irecv(weft__comm_t *comm, void *buf, size_t bytes, int peer,
+static weft_status_t ucx_irecv(struct weft__comm *comm, void *buf, size_t bytes, int peer,
                                uint32_t tag, weft__xfer_t *x)
 {
     ucx_comm_t *uc = peer_comm(comm, peer, "receive from");
@@ -703,7 +701,7 @@ static weft_status_t ucx_irecv(weft__comm_t *comm, void *buf, size_t bytes, int 
 
 /** Send a weft__xfer_dt_t message: UCX packs it into its own fragments through
  * g_dt (eager hint as in ucx_isend). Engine side only. */
-static weft_status_t ucx_isend_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, int peer,
+static weft_status_t ucx_isend_dt(struct weft__comm *comm, const weft__xfer_dt_t *d, int peer,
                                   uint32_t tag, weft__xfer_t *x)
 {
     ucx_comm_t *uc = peer_comm(comm, peer, "send to");
@@ -711,14 +709,14 @@ static weft_status_t ucx_isend_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, 
     ucp_request_param_t prm;
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | (x->eager ? UCP_OP_ATTR_FLAG_FAST_CMPL : 0);
     prm.datatype = g_dt;
-    ucs_status_ptr_t r = ucp_tag_send_nbx(uc->eps[peer], d, 1, ucx_tag(uc->id, comm->rank, tag),
+    ucs_status_ptr_t r = ucp_tag_send_nbx(uc->eps[peer], d, 1, ucx_tag(uc->id, weft__tp_comm(comm)->rank, tag),
                                           &prm);
     return posted(r, x, "ucp_tag_send_nbx (packed)", d->bytes, peer, tag);
 }
 
 /** Receive a weft__xfer_dt_t message: UCX unpacks each fragment in place.
  * Engine side only. */
-static weft_status_t ucx_irecv_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, int peer,
+static weft_status_t ucx_irecv_dt(struct weft__comm *comm, const weft__xfer_dt_t *d, int peer,
                                   uint32_t tag, weft__xfer_t *x)
 {
     ucx_comm_t *uc = peer_comm(comm, peer, "receive from");
@@ -732,7 +730,7 @@ static weft_status_t ucx_irecv_dt(weft__comm_t *comm, const weft__xfer_dt_t *d, 
 }
 
 /* Check active transfers; returns how many are still running. Engine side. */
-static int check_xfers(weft__comm_t *comm, weft__xfer_t *x, int n, weft_status_t *st)
+static int check_xfers(struct weft__comm *comm, weft__xfer_t *x, int n, weft_status_t *st)
 {
     int running = 0;
     for (int i = 0; i < n; i++) {
@@ -746,7 +744,7 @@ static int check_xfers(weft__comm_t *comm, weft__xfer_t *x, int n, weft_status_t
         x[i].h.ptr = NULL;
         x[i].active = 0;
         if (s != UCS_OK && *st == WEFT_SUCCESS) {
-            WEFT__ERROR("UCX transport: transfer on comm %d failed: %s%s", comm->id,
+            WEFT__ERROR("UCX transport: transfer on comm %d failed: %s%s", weft__tp_comm(comm)->id,
                         ucs_status_string(s),
                         s == UCS_ERR_MESSAGE_TRUNCATED ? " (message larger than the receive "
                                                          "buffer)" : "");
@@ -762,7 +760,7 @@ static int check_xfers(weft__comm_t *comm, weft__xfer_t *x, int n, weft_status_t
  * is. Returns WEFT_ERR_UCX if one failed (the others are still checked).
  * Engine side only.
  */
-static weft_status_t ucx_testall(weft__comm_t *comm, weft__xfer_t *x, int n, int *done)
+static weft_status_t ucx_testall(struct weft__comm *comm, weft__xfer_t *x, int n, int *done)
 {
     weft_status_t st = WEFT_SUCCESS;
     int running = check_xfers(comm, x, n, &st);
@@ -780,7 +778,7 @@ static weft_status_t ucx_testall(weft__comm_t *comm, weft__xfer_t *x, int n, int
  * released it (bounded: a rendezvous already under way with a dead peer may
  * never finish; the request is then left to UCX). Engine side only.
  */
-static void ucx_cancel(weft__comm_t *comm, weft__xfer_t *x)
+static void ucx_cancel(struct weft__comm *comm, weft__xfer_t *x)
 {
     if (!x->active || x->h.ptr == NULL) {
         x->active = 0;
@@ -797,7 +795,7 @@ static void ucx_cancel(weft__comm_t *comm, weft__xfer_t *x)
             t0 = weft__now();
         } else if (weft__now() - t0 > UCX_CANCEL_TIMEOUT_S) {
             WEFT__WARN("UCX transport: a cancelled transfer on comm %d was not released in "
-                       "%.0f s; left to UCX", comm->id, UCX_CANCEL_TIMEOUT_S);
+                       "%.0f s; left to UCX", weft__tp_comm(comm)->id, UCX_CANCEL_TIMEOUT_S);
             break;
         }
     }

@@ -1,10 +1,8 @@
 /*
  * ucx_none.c - a build without UCX: there is no UCX transport.
- * weft__transport_choose (backends/transport_select.c) reports
- * WEFT_TRANSPORT=ucx as unsupported and lets auto use MPI.
+ * The transport table (backends/transport.c) reports WEFT_TRANSPORT=ucx as
+ * unsupported and lets auto use MPI.
  */
-#include "comm.h"
-#include "log.h"
 #include "transport.h"
 
 /** NULL: UCX is not built in. Any thread. */

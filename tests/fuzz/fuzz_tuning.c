@@ -43,7 +43,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* A communicator as the selection sees it (no MPI behind it). */
     weft__comm_t c;
     memset(&c, 0, sizeof c);
-    c.mpi = MPI_COMM_SELF;
     c.cost = (weft__cost_t){1.5e-6, 2.0e-10, 2.5e-10};
     for (int i = 0; i < WEFT_COLL_COUNT; i++) atomic_init(&c.force_algo[i], WEFT_ALGO_AUTO);
     uint64_t h = 1469598103934665603ull; /* FNV-1a of the input: sizes to try */

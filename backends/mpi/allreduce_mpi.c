@@ -1,6 +1,8 @@
 /*
  * allreduce_mpi.c - allreduce passed through to MPI_Iallreduce on the
- * communicator's duplicated MPI_Comm, completed with MPI_Test.
+ * communicator's duplicated MPI_Comm, completed with MPI_Test: the algorithm
+ * the MPI backend provides (a row of lib/coll/algos.c's table like any other;
+ * it reaches the MPI_Comm through the interop, lib/mpi_interop.h).
  *
  * Cost = whatever the MPI library's own algorithm costs; not modelled (cost
  * is NULL), so selection uses it only when forced or tuned.
@@ -51,12 +53,12 @@ static weft_status_t mpi_start(weft__op_t *op)
         return WEFT_ERR_ALGORITHM;
     }
     const void *sbuf = op->sendbuf == op->recvbuf ? MPI_IN_PLACE : op->sendbuf;
+    MPI_Comm mc = weft__ctl_mpi(op->comm->ctl);
     if (op->count <= (size_t)INT_MAX)
-        WEFT__MPI_CHECK(PMPI_Iallreduce(sbuf, op->recvbuf, (int)op->count, dt, mop, op->comm->mpi,
-                                       &s->req));
+        WEFT__MPI_CHECK(PMPI_Iallreduce(sbuf, op->recvbuf, (int)op->count, dt, mop, mc, &s->req));
     else
-        WEFT__MPI_CHECK(PMPI_Iallreduce_c(sbuf, op->recvbuf, (MPI_Count)op->count, dt, mop,
-                                         op->comm->mpi, &s->req));
+        WEFT__MPI_CHECK(PMPI_Iallreduce_c(sbuf, op->recvbuf, (MPI_Count)op->count, dt, mop, mc,
+                                         &s->req));
     s->active = 1;
     return mpi_step(op);
 }

@@ -1,0 +1,94 @@
+#!/bin/bash
+# check_layers.sh SRCDIR - the include rules of Weft's layers (doc/design.md,
+# "Layers"), read from the sources' #include lines:
+#
+#   mpi        under lib/, progress/ and base/ only the MPI interop includes
+#              <mpi.h>, "mpi_interop.h" or "weft_mpi.h" (the core reaches MPI
+#              through lib/ctl.h);
+#   base       base/ includes nothing of Weft but base/ and weft.h;
+#   progress   progress/ includes base/, progress/ and weft.h only;
+#   coll       the algorithms (lib/coll/*.c) include the algorithm interface
+#              algo.h (and coll_util.h, config.h, the table algos.def) only;
+#   transports backends/ (the table, backends/mpi, backends/ucx) include the
+#              interfaces only: transport.h, ctl.h, progress.h, base/, the
+#              public headers; backends/mpi also mpi_interop.h and the
+#              algorithm interface algo.h (it provides the mpi allreduce);
+#   devices    backends/cuda, backends/nccl: device.h, base/, public headers,
+#              their own headers.
+#
+# ENFORCED names the rules that must hold; PENDING the ones still being
+# brought about, which are checked and reported but do not fail the test.
+# Move "devices" to ENFORCED when backends/cuda and backends/nccl stop
+# including weft_internal.h.
+set -u
+src=${1:?usage: check_layers.sh SRCDIR}
+cd "$src" || exit 2
+
+ENFORCED="mpi base progress coll transports"
+PENDING="devices"
+
+MPI_INTEROP="lib/mpi_interop.h lib/mpi_interop.c lib/mpi_ctl.c"
+PUBLIC="weft.h weft_cuda.h weft_halo.h weft_stream.h"
+BASE="sys.h log.h handle.h"
+
+# quoted includes of a file, one per line
+includes() { sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$1"; }
+# files of a folder (not below it unless asked)
+sources() { find "$@" -maxdepth 1 \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort; }
+
+# violations of one rule, one line each ("file: what")
+check_mpi() {
+    local f
+    for f in $(find lib progress base \( -name '*.c' -o -name '*.h' \) | sort); do
+        case " $MPI_INTEROP " in *" $f "*) continue ;; esac
+        grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*\(<mpi\.h>\|"mpi_interop\.h"\|"weft_mpi\.h"\)' "$f"
+    done
+}
+check_allowed() { # FILES... -- ALLOWED...
+    local files=() allowed f h
+    while [ "$1" != "--" ]; do files+=("$1"); shift; done
+    shift
+    allowed=" $* "
+    for f in "${files[@]}"; do
+        for h in $(includes "$f"); do
+            case "$allowed" in *" $h "*) ;; *) echo "$f: includes \"$h\"" ;; esac
+        done
+        grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*<mpi\.h>' "$f"
+    done
+}
+check_base() { check_allowed $(sources base) -- $BASE weft.h; }
+check_progress() { check_allowed $(sources progress) -- $BASE progress.h progress_private.h weft.h; }
+check_coll() {
+    # algorithms see the algorithm interface (and the configuration where
+    # they read a variable); algos.c includes the table of rows too
+    check_allowed $(find lib/coll -maxdepth 1 -name '*.c' | sort) lib/coll/coll_util.h -- \
+        algo.h coll_util.h config.h algos.def $BASE $PUBLIC
+}
+check_transports() {
+    local common="transport.h ctl.h progress.h $BASE $PUBLIC"
+    check_allowed backends/transport.h backends/transport.c $(sources backends/ucx) -- $common
+    check_allowed $(sources backends/mpi) -- $common mpi_interop.h algo.h
+}
+check_devices() {
+    check_allowed backends/device.h $(sources backends/cuda backends/nccl) -- \
+        device.h cuda_kernels.h $BASE $PUBLIC
+}
+
+fail=0
+for rule in $ENFORCED $PENDING; do
+    out=$(check_$rule)
+    pending=0
+    case " $PENDING " in *" $rule "*) pending=1 ;; esac
+    if [ -z "$out" ]; then
+        echo "ok      $rule"
+    elif [ $pending -eq 1 ]; then
+        echo "pending $rule ($(wc -l <<<"$out") includes still to go; not counted):"
+        sed 's/^/          /' <<<"$out"
+    else
+        echo "FAIL    $rule:"
+        sed 's/^/          /' <<<"$out"
+        fail=1
+    fi
+done
+# A rule in PENDING that holds already should move to ENFORCED.
+exit $fail
