@@ -15,6 +15,14 @@ const weft__algo_impl_t *weft__algo_impl(weft_coll_t coll, weft_algo_t algo);
 /** The algorithms that serve coll, in registry order; *n gets their number
  * (NULL-terminated array; NULL and *n = 0 for an unknown coll). Any thread. */
 const weft__algo_impl_t *const *weft__algo_list(weft_coll_t coll, int *n);
+/** Does (coll, algo) serve device buffers only (a row WEFT__ALGO_DEVICE of
+ * the table: NCCL)? Any thread. */
+bool weft__algo_device_only(weft_coll_t coll, weft_algo_t algo);
+/** The names of the algorithms that serve coll, "auto" first, separated by
+ * ", " (for WEFT_<COLL>_ALGO's doc text and messages): written into out
+ * (always terminated, cut at cap); returns the length the whole list needs
+ * (as snprintf). Any thread. */
+size_t weft__algo_names(weft_coll_t coll, char *out, size_t cap);
 /** The cost model's choice for (coll, p, bytes); *best_cost its predicted time. */
 weft_algo_t weft__select_model(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dtype,
                                const weft__cost_t *cost, double *best_cost);
