@@ -26,8 +26,6 @@ size_t weft__algo_names(weft_coll_t coll, char *out, size_t cap);
 /** The cost model's choice for (coll, p, bytes); *best_cost its predicted time. */
 weft_algo_t weft__select_model(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dtype,
                                const weft__cost_t *cost, double *best_cost);
-/** Parse a tuning file into the process-wide rules (format: doc/tuning.md). */
-weft_status_t weft__tuning_parse(const char *path);
 /** "allreduce", ... */
 const char *weft__coll_name(weft_coll_t coll);
 /** Load the tuning file if WEFT_TUNING_FILE is set (weft_init). */

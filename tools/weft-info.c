@@ -23,21 +23,12 @@
 #include <string.h>
 
 #include "weft_cli.h"
+#include "tuning.h"
 #include "weft_internal.h"
 #ifdef WEFT_HAVE_UCX
 #include <ucp/api/ucp.h>
 #endif
 
-
-/* The layout of a rule as lib/select.c keeps it (weft__select_rules hands the
- * array out as const void *): used only to say which rule decided. */
-typedef struct info_rule {
-    weft_coll_t coll;
-    int comm_size;
-    size_t min_bytes, max_bytes;
-    weft_algo_t algo;
-} info_rule_t;
-int weft__select_rules(const void **rules);
 
 static void usage(FILE *f)
 {
@@ -133,17 +124,8 @@ static const char *source_of(weft_coll_t coll, int p, size_t bytes, weft_datatyp
                              weft_algo_t sel, weft_algo_t model)
 {
     if (weft__cfg.force_algo[coll] != WEFT_ALGO_AUTO) return "env";
-    const void *rv = NULL;
-    int n = weft__select_rules(&rv);
-    const info_rule_t *r = rv;
-    for (int i = 0; i < n && r; i++) {
-        if ((unsigned)r[i].coll >= WEFT_COLL_COUNT || (unsigned)r[i].algo >= WEFT_ALGO_COUNT) break;
-        const weft__algo_impl_t *impl = weft__algo_impl(coll, r[i].algo);
-        if (r[i].coll == coll && (r[i].comm_size == 0 || r[i].comm_size == p) &&
-            bytes >= r[i].min_bytes && bytes <= r[i].max_bytes && impl &&
-            (impl->supports == NULL || impl->supports(dt, WEFT_SUM)))
-            return r[i].algo == sel ? "rule" : "?";
-    }
+    weft_algo_t ra = WEFT_ALGO_AUTO;
+    if (weft__tuning_lookup(coll, p, bytes, dt, &ra) >= 0) return ra == sel ? "rule" : "?";
     return sel == model ? "model" : "?";
 }
 
@@ -333,8 +315,7 @@ int main(int argc, char **argv)
         print_backends();
         print_algorithms();
         if (vars) print_vars();
-        const void *rv;
-        int nrules = weft__select_rules(&rv);
+        int nrules = weft__tuning_nrules();
         if (weft__cfg.tuning_file[0])
             printf("Tuning file: %s (%d rules%s)\n", weft__cfg.tuning_file, nrules,
                    file_cost ? ", alpha/beta/gamma" : "");
