@@ -1,5 +1,7 @@
 /*
- * select.c - per-call algorithm selection.
+ * select.c - per-call algorithm selection: the one place that decides which
+ * algorithm a call runs, for host and device buffers, and says why
+ * (weft__select_explain; lib/stream.c only stages what this chose).
  *
  * Order of precedence for a call on communicator c:
  *   1. weft_comm_set_algo(c, coll, algo)        (per communicator, at run time)
@@ -9,6 +11,7 @@
  *   4. the alpha-beta-gamma cost model: the cheapest algorithm for (p, bytes),
  *      with alpha, beta, gamma from the tuning file, or measured when the
  *      first communicator is created (WEFT_MEASURE=1), or built-in defaults.
+ * then, on device buffers, the device rule (NCCL, see select.h).
  * Every rank must pick the same algorithm for the same call: the inputs to
  * 3 and 4 are identical on all ranks (the measurement is broadcast from the
  * communicator's rank 0).
@@ -18,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "tuning.h"
 #include "weft_internal.h"
 
@@ -159,35 +163,126 @@ static bool usable(const weft__algo_impl_t *impl, weft_datatype_t dtype)
     return impl != NULL && (impl->supports == NULL || impl->supports(dtype, WEFT_SUM));
 }
 
-weft_algo_t weft__select_model(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dtype,
-                               const weft__cost_t *cost, double *best_cost)
+/* The cost model; with ex, every candidate's cost too. Any thread. */
+static weft_algo_t model(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dtype,
+                         const weft__cost_t *cost, double *best_cost, weft__select_explain_t *ex)
 {
     int n = 0;
     const weft__algo_impl_t *const *list = weft__algo_list(coll, &n);
     weft_algo_t best = WEFT_ALGO_AUTO;
     double bc = INFINITY;
+    if (ex) ex->ncand = 0;
     for (int i = 0; i < n; i++) {
-        if (list[i]->cost == NULL || !usable(list[i], dtype)) continue;
-        double t = list[i]->cost(p, bytes, cost);
-        if (t < bc) { /* strict: the earlier entry wins ties */
-            bc = t;
-            best = list[i]->id;
+        double t = NAN;
+        if (list[i]->cost != NULL && usable(list[i], dtype)) {
+            t = list[i]->cost(p, bytes, cost);
+            if (t < bc) { /* strict: the earlier entry wins ties */
+                bc = t;
+                best = list[i]->id;
+            }
+        }
+        if (ex && ex->ncand < WEFT__SELECT_MAX_CAND) {
+            ex->cand[ex->ncand].algo = list[i]->id;
+            ex->cand[ex->ncand].cost = t;
+            ex->ncand++;
         }
     }
     if (best_cost) *best_cost = bc;
     return best;
 }
 
-weft_algo_t weft__select(weft__comm_t *c, weft_coll_t coll, size_t bytes, weft_datatype_t dtype)
+weft_algo_t weft__select_model(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dtype,
+                               const weft__cost_t *cost, double *best_cost)
 {
-    weft_algo_t a = (weft_algo_t)atomic_load_explicit(&c->force_algo[coll], memory_order_relaxed);
-    if (a != WEFT_ALGO_AUTO) return a;
-    if (weft__cfg.force_algo[coll] != WEFT_ALGO_AUTO) return weft__cfg.force_algo[coll];
-    if (weft__tuning_lookup(coll, c->size, bytes, dtype, &a) >= 0) return a;
-    a = weft__select_model(coll, c->size, bytes, dtype, &c->cost, NULL);
+    return model(coll, p, bytes, dtype, cost, best_cost, NULL);
+}
+
+static const char *const source_names[] = {
+    [WEFT__SELECT_COMM] = "comm", [WEFT__SELECT_ENV] = "env", [WEFT__SELECT_RULE] = "rule",
+    [WEFT__SELECT_MODEL] = "model", [WEFT__SELECT_DEVICE] = "device",
+};
+
+const char *weft__select_source_name(weft__select_source_t s)
+{
+    return (unsigned)s < sizeof source_names / sizeof source_names[0] ? source_names[s] : "?";
+}
+
+/* Any thread (see select.h). */
+weft_algo_t weft__select_explain(const weft__select_comm_t *sc, weft_coll_t coll, size_t bytes,
+                                 weft_datatype_t dtype, weft_op_t rop, weft__memkind_t mem,
+                                 weft__select_explain_t *ex)
+{
+    weft__select_source_t src;
+    weft_algo_t a = sc->forced;
+    int rule = -1;
+    if (a != WEFT_ALGO_AUTO) {
+        src = WEFT__SELECT_COMM;
+    } else if (weft__cfg.force_algo[coll] != WEFT_ALGO_AUTO) {
+        a = weft__cfg.force_algo[coll];
+        src = WEFT__SELECT_ENV;
+    } else if ((rule = weft__tuning_lookup(coll, sc->size, bytes, dtype, &a)) >= 0) {
+        src = WEFT__SELECT_RULE;
+    } else {
+        src = WEFT__SELECT_MODEL;
+        a = WEFT_ALGO_AUTO; /* computed below */
+    }
+    weft_algo_t replaced = WEFT_ALGO_AUTO;
+    /* Device buffers: the device algorithm (NCCL) when it was named, or when
+     * nothing is forced and the call is large enough, and it can serve. */
+    const bool nccl_runs = coll == WEFT_COLL_ALLREDUCE && mem == WEFT__MEM_DEVICE &&
+                           sc->nccl != NULL && sc->nccl->supports(dtype, rop);
+    if (nccl_runs) {
+        bool forced = src == WEFT__SELECT_COMM || src == WEFT__SELECT_ENV;
+        if (a == WEFT_ALGO_NCCL || (!forced && bytes >= weft__cfg.nccl_min_bytes)) {
+            if (a != WEFT_ALGO_NCCL) src = WEFT__SELECT_DEVICE;
+            a = WEFT_ALGO_NCCL;
+        }
+    }
+    /* A device-only algorithm that cannot run here gives way to the cost
+     * model, unless forced on the communicator for device buffers: the call
+     * then fails (lib/stream.c), as asked. */
+    if (a != WEFT_ALGO_AUTO && src != WEFT__SELECT_DEVICE && weft__algo_device_only(coll, a) &&
+        !(mem == WEFT__MEM_DEVICE && src == WEFT__SELECT_COMM)) {
+        if (!nccl_runs) {
+            replaced = a;
+            a = WEFT_ALGO_AUTO; /* the cost model's; src still says who asked */
+        }
+    }
+    if (ex != NULL) {
+        double mc = INFINITY;
+        ex->model = model(coll, sc->size, bytes, dtype, &sc->cost, &mc, ex);
+        ex->model_cost = mc;
+        if (a == WEFT_ALGO_AUTO) a = ex->model;
+        ex->algo = a;
+        ex->source = src;
+        ex->rule = src == WEFT__SELECT_RULE ? rule : -1;
+        ex->rule_line = src == WEFT__SELECT_RULE ? weft__tuning_rule_line(rule) : 0;
+        ex->replaced = replaced;
+    } else if (a == WEFT_ALGO_AUTO) {
+        a = model(coll, sc->size, bytes, dtype, &sc->cost, NULL, NULL);
+    }
     return a;
 }
 
+/* Any thread. */
+void weft__select_comm_of(weft__comm_t *c, weft_coll_t coll, weft__select_comm_t *sc)
+{
+    sc->size = c->size;
+    sc->cost = c->cost;
+    sc->forced = (weft_algo_t)atomic_load_explicit(&c->force_algo[coll], memory_order_relaxed);
+    sc->nccl = weft__stream_has_nccl(c) ? weft__nccl_backend() : NULL;
+}
+
+weft_algo_t weft__select(weft__comm_t *c, weft_coll_t coll, size_t bytes, weft_datatype_t dtype,
+                         weft_op_t rop, weft__memkind_t mem)
+{
+    weft__select_comm_t sc;
+    weft__select_comm_of(c, coll, &sc);
+    return weft__select_explain(&sc, coll, bytes, dtype, rop, mem, NULL);
+}
+
+/* Any thread. On a communicator bound to a device stream the answer is for
+ * device buffers (what the call would run with them). */
 weft_status_t weft_query_algo(weft_comm_t comm, weft_coll_t coll, size_t count,
                               weft_datatype_t dtype, weft_algo_t *algo)
 {
@@ -197,7 +292,6 @@ weft_status_t weft_query_algo(weft_comm_t comm, weft_coll_t coll, size_t count,
     size_t es = weft__dtype_size(dtype);
     if (es == 0) return WEFT_ERR_DATATYPE;
     if (count > SIZE_MAX / es) return WEFT_ERR_COUNT_OVERFLOW;
-    const weft_algo_t a = weft__select(c, coll, count * es, dtype);
-    *algo = weft__stream_query_algo(c, coll, count * es, dtype, a);
+    *algo = weft__select(c, coll, count * es, dtype, WEFT_SUM, weft__stream_default_memkind(c));
     return WEFT_SUCCESS;
 }
