@@ -18,11 +18,11 @@ const weft__algo_impl_t *const *weft__algo_list(weft_coll_t coll, int *n);
 /** Does (coll, algo) serve device buffers only (a row WEFT__ALGO_DEVICE of
  * the table: NCCL)? Such an algorithm is never run on host buffers. Any thread. */
 bool weft__algo_device_only(weft_coll_t coll, weft_algo_t algo);
-/** The names of the algorithms that serve coll, "auto" first, separated by
- * ", " (for WEFT_<COLL>_ALGO's doc text and messages): written into out
- * (always terminated, cut at cap); returns the length the whole list needs
- * (as snprintf). Any thread. */
-size_t weft__algo_names(weft_coll_t coll, char *out, size_t cap);
+/** The names of the algorithms that serve coll in table order, "auto" first,
+ * separated by sep (e.g. "|" for WEFT_<COLL>_ALGO's doc text, ", " for
+ * messages): written into out (always terminated, cut at cap); returns the
+ * length the whole list needs (as snprintf). Any thread. */
+size_t weft__algo_names(weft_coll_t coll, const char *sep, char *out, size_t cap);
 
 /* ---- selection (lib/select.c) -------------------------------------------------- */
 /** What selection needs to know of a communicator (a real one: weft__select

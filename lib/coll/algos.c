@@ -124,7 +124,7 @@ weft_status_t weft_algo_from_name(const char *name, weft_algo_t *algo)
 }
 
 /* Thread contract: any thread. */
-size_t weft__algo_names(weft_coll_t coll, char *out, size_t cap)
+size_t weft__algo_names(weft_coll_t coll, const char *sep, char *out, size_t cap)
 {
     size_t len = 0;
     int n = 0;
@@ -132,7 +132,7 @@ size_t weft__algo_names(weft_coll_t coll, char *out, size_t cap)
     for (int i = -1; i < n; i++) {
         const char *name = i < 0 ? "auto" : weft_algo_name(list[i]->id);
         int w = snprintf(out != NULL && len < cap ? out + len : NULL,
-                         out != NULL && len < cap ? cap - len : 0, "%s%s", i < 0 ? "" : ", ",
+                         out != NULL && len < cap ? cap - len : 0, "%s%s", i < 0 ? "" : sep,
                          name ? name : "?");
         if (w > 0) len += (size_t)w;
     }
