@@ -126,6 +126,11 @@ START_TEST(explain_cost_model)
         ck_assert_int_eq(argmin, a);
         ck_assert(min == ex.model_cost);
     }
+    /* reduce_bcast costs the tree's plus n gamma: the model never picks it */
+    for (int p = 1; p <= 4096; p = p < 8 ? p + 1 : p * 2)
+        for (size_t bytes = 0; bytes <= (1u << 30); bytes = bytes ? bytes * 4 : 1)
+            ck_assert_int_ne(weft__select_model(WEFT_COLL_ALLREDUCE, p, bytes, WEFT_FLOAT32, &cost,
+                                                NULL), WEFT_ALGO_REDUCE_BCAST);
     /* a datatype an algorithm cannot serve makes it no candidate */
     weft__select_explain_t ex;
     weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 4096, WEFT_FLOAT16, WEFT_SUM, WEFT__MEM_HOST,
