@@ -67,17 +67,14 @@ MPI_Op weft__op_mpi(weft_op_t op)
 
 /* Algorithm names: lib/coll/algos.c, from the table (lib/coll/algos.def). */
 
+/* The collectives' kinds are their weft_coll_t values: named by weft__coll_name. */
 static const char *const kind_names[WEFT__OP_KIND_COUNT] = {
-    [WEFT__OP_ALLREDUCE] = "allreduce", [WEFT__OP_REDUCE_SCATTER] = "reduce_scatter",
-    [WEFT__OP_ALLGATHER] = "allgather", [WEFT__OP_BCAST] = "bcast",
-    [WEFT__OP_REDUCE] = "reduce",       [WEFT__OP_ALLTOALL] = "alltoall",
-    [WEFT__OP_GATHER] = "gather",       [WEFT__OP_SCATTER] = "scatter",
-    [WEFT__OP_BARRIER] = "barrier",     [WEFT__OP_SEND] = "send",
-    [WEFT__OP_RECV] = "recv",           [WEFT__OP_HALO] = "halo",
+    [WEFT__OP_SEND] = "send", [WEFT__OP_RECV] = "recv", [WEFT__OP_HALO] = "halo",
     [WEFT__OP_STREAM] = "stream",
 };
 
 const char *weft__opkind_name(weft__opkind_t k)
 {
+    if ((unsigned)k < WEFT_COLL_COUNT) return weft__coll_name((weft_coll_t)k);
     return (unsigned)k < WEFT__OP_KIND_COUNT && kind_names[k] ? kind_names[k] : "unknown";
 }
