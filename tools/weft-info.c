@@ -4,7 +4,7 @@
  * library would use for a communicator of P ranks.
  *
  *   weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]
- *             [--gamma S] [--no-vars]
+ *             [--gamma S] [--explain] [--no-vars]
  *
  * The selection table asks the library's own selection (weft__select_explain:
  * forced algorithm from the environment > tuning-file rule > cost model) for
@@ -35,7 +35,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]\n"
-            "                 [--gamma S] [--no-vars]\n"
+            "                 [--gamma S] [--explain] [--no-vars]\n"
             "What this Weft is: version, build, backends, algorithms, WEFT_* variables, and\n"
             "the selection table for a communicator of P ranks (runs alone or under mpiexec).\n"
             "  -p, --ranks P   print the selection table for a communicator of P ranks\n"
