@@ -241,12 +241,10 @@ weft_algo_t weft__select_explain(const weft__select_comm_t *sc, weft_coll_t coll
     /* A device-only algorithm that cannot run here gives way to the cost
      * model, unless forced on the communicator for device buffers: the call
      * then fails (lib/stream.c), as asked. */
-    if (a != WEFT_ALGO_AUTO && src != WEFT__SELECT_DEVICE && weft__algo_device_only(coll, a) &&
+    if (a != WEFT_ALGO_AUTO && !nccl_runs && weft__algo_device_only(coll, a) &&
         !(mem == WEFT__MEM_DEVICE && src == WEFT__SELECT_COMM)) {
-        if (!nccl_runs) {
-            replaced = a;
-            a = WEFT_ALGO_AUTO; /* the cost model's; src still says who asked */
-        }
+        replaced = a;
+        a = WEFT_ALGO_AUTO; /* the cost model's; src still says who asked */
     }
     if (ex != NULL) {
         double mc = INFINITY;
