@@ -34,7 +34,8 @@ static weft_status_t allreduce(const void *sendbuf, void *recvbuf, size_t count,
     weft_algo_t algo = WEFT_ALGO_AUTO;
     const weft__algo_impl_t *impl = NULL;
     if (st == WEFT_SUCCESS) {
-        algo = weft__select(c, WEFT_COLL_ALLREDUCE, bytes, dtype);
+        algo = weft__select(c, WEFT_COLL_ALLREDUCE, bytes, dtype, rop,
+                            weft__stream_memkind(c, sendbuf, recvbuf, bytes));
         impl = weft__algo_impl(WEFT_COLL_ALLREDUCE, algo);
         if (impl == NULL || (impl->supports && !impl->supports(dtype, rop))) {
             WEFT__ERROR("allreduce: algorithm %s cannot serve %s/%s",

@@ -98,7 +98,8 @@ static weft_status_t build_coll(weft__comm_t *c, const weft__coll_args_t *args, 
                                 weft_op_t rop, int root, weft__op_t **out)
 {
     const weft_coll_t coll = args->coll;
-    weft_algo_t algo = weft__select(c, coll, bytes, dtype);
+    weft_algo_t algo = weft__select(c, coll, bytes, dtype, rop,
+                                    weft__stream_memkind(c, sendbuf, recvbuf, bytes));
     const weft__algo_impl_t *impl = weft__algo_impl(coll, algo);
     weft_status_t st = WEFT_SUCCESS;
     if (impl == NULL || (impl->supports && !impl->supports(dtype, rop))) {

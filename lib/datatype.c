@@ -37,48 +37,15 @@ weft_status_t weft__check_dtype_op(weft_datatype_t d, weft_op_t op)
     return WEFT_SUCCESS;
 }
 
-static const char *const algo_names[WEFT_ALGO_COUNT] = {
-    [WEFT_ALGO_AUTO] = "auto",
-    [WEFT_ALGO_RING] = "ring",
-    [WEFT_ALGO_RECURSIVE_DOUBLING] = "recursive_doubling",
-    [WEFT_ALGO_RABENSEIFNER] = "rabenseifner",
-    [WEFT_ALGO_TREE] = "tree",
-    [WEFT_ALGO_MPI] = "mpi",
-    [WEFT_ALGO_BINOMIAL] = "binomial",
-    [WEFT_ALGO_SCATTER_ALLGATHER] = "scatter_allgather",
-    [WEFT_ALGO_RECURSIVE_HALVING] = "recursive_halving",
-    [WEFT_ALGO_PAIRWISE] = "pairwise",
-    [WEFT_ALGO_BRUCK] = "bruck",
-    [WEFT_ALGO_DISSEMINATION] = "dissemination",
-    [WEFT_ALGO_LINEAR] = "linear",
-    [WEFT_ALGO_NCCL] = "nccl",
-};
 
-const char *weft_algo_name(weft_algo_t a) { return (unsigned)a < WEFT_ALGO_COUNT ? algo_names[a] : NULL; }
-
-weft_status_t weft_algo_from_name(const char *name, weft_algo_t *algo)
-{
-    if (name == NULL || algo == NULL) return WEFT_ERR_INVALID_ARG;
-    for (int i = 0; i < WEFT_ALGO_COUNT; i++) {
-        if (strcmp(name, algo_names[i]) == 0) {
-            *algo = (weft_algo_t)i;
-            return WEFT_SUCCESS;
-        }
-    }
-    return WEFT_ERR_ALGORITHM;
-}
-
+/* The collectives' kinds are their weft_coll_t values: named by weft__coll_name. */
 static const char *const kind_names[WEFT__OP_KIND_COUNT] = {
-    [WEFT__OP_ALLREDUCE] = "allreduce", [WEFT__OP_REDUCE_SCATTER] = "reduce_scatter",
-    [WEFT__OP_ALLGATHER] = "allgather", [WEFT__OP_BCAST] = "bcast",
-    [WEFT__OP_REDUCE] = "reduce",       [WEFT__OP_ALLTOALL] = "alltoall",
-    [WEFT__OP_GATHER] = "gather",       [WEFT__OP_SCATTER] = "scatter",
-    [WEFT__OP_BARRIER] = "barrier",     [WEFT__OP_SEND] = "send",
-    [WEFT__OP_RECV] = "recv",           [WEFT__OP_HALO] = "halo",
+    [WEFT__OP_SEND] = "send", [WEFT__OP_RECV] = "recv", [WEFT__OP_HALO] = "halo",
     [WEFT__OP_STREAM] = "stream",
 };
 
 const char *weft__opkind_name(weft__opkind_t k)
 {
+    if ((unsigned)k < WEFT_COLL_COUNT) return weft__coll_name((weft_coll_t)k);
     return (unsigned)k < WEFT__OP_KIND_COUNT && kind_names[k] ? kind_names[k] : "unknown";
 }

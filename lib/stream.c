@@ -102,8 +102,9 @@ static bool stream_on_finish(weft__task_t *t, weft_status_t status);
 static weft_status_t nccl_start(weft__op_t *op)
 {
     if (op->sop == NULL || op->sop->path != PATH_NCCL) {
-        /* weft__stream_prepare turns NCCL on host buffers into a host algorithm;
-         * reaching this means the op was not prepared. */
+        /* Selection never gives NCCL for host buffers and weft__stream_prepare
+         * refuses it where it cannot run; reaching this means the op was not
+         * prepared. */
         WEFT__ERROR("allreduce: NCCL serves device buffers on a communicator bound to a CUDA "
                     "stream only");
         return WEFT_ERR_ALGORITHM;
@@ -212,86 +213,65 @@ void weft__stream_comm_detach(weft__comm_t *comm)
 }
 
 /* ---- ops ------------------------------------------------------------------------- */
-/* Caller thread. Host buffers never go to NCCL: a NCCL choice (forced or from
- * a tuning rule) on host buffers falls back to the host cost model. */
-static void host_algo_for_nccl(weft__op_t *op)
+/* Any thread. */
+bool weft__stream_has_nccl(const weft__comm_t *c)
 {
-    weft_algo_t a = weft__select_model(WEFT_COLL_ALLREDUCE, op->comm->size, op->bytes, op->dtype,
-                                       &op->comm->cost, NULL);
-    const weft__algo_impl_t *impl = weft__algo_impl(WEFT_COLL_ALLREDUCE, a);
-    if (impl != NULL) {
-        WEFT__DEBUG("allreduce: NCCL asked for on host buffers; using %s", weft_algo_name(a));
-        op->algo = a;
-        op->impl = impl;
-    }
+    const comm_stream_t *cs = c->stream_state;
+    return cs != NULL && cs->nccl != NULL;
 }
 
-/* Any thread (weft_query_algo). On a communicator bound to a CUDA stream
- * with NCCL, the answer is for device buffers: NCCL when forced, or from
- * WEFT_NCCL_MIN_BYTES bytes on with nothing forced; otherwise host_choice
- * (a NCCL choice for host buffers becomes the cost model's algorithm). */
-weft_algo_t weft__stream_query_algo(weft__comm_t *c, weft_coll_t coll, size_t bytes,
-                                    weft_datatype_t dtype, weft_algo_t host_choice)
+/* Any thread. */
+weft__memkind_t weft__stream_default_memkind(const weft__comm_t *c)
 {
-    comm_stream_t *cs = c->stream_state;
-    if (coll == WEFT_COLL_ALLREDUCE && cs != NULL && cs->nccl != NULL &&
-        weft__nccl_backend()->supports(dtype, WEFT_SUM)) {
-        if (host_choice == WEFT_ALGO_NCCL) return WEFT_ALGO_NCCL;
-        bool forced = atomic_load_explicit(&c->force_algo[coll], memory_order_relaxed) !=
-                          WEFT_ALGO_AUTO ||
-                      weft__cfg.force_algo[coll] != WEFT_ALGO_AUTO;
-        if (!forced && bytes >= weft__cfg.nccl_min_bytes) return WEFT_ALGO_NCCL;
-    }
-    if (host_choice == WEFT_ALGO_NCCL && coll == WEFT_COLL_ALLREDUCE)
-        return weft__select_model(coll, c->size, bytes, dtype, &c->cost, NULL);
-    return host_choice;
+    const comm_stream_t *cs = c->stream_state;
+    return cs != NULL && cs->s->dev != weft__device_host() ? WEFT__MEM_DEVICE : WEFT__MEM_HOST;
 }
 
-/* Caller thread, before weft__issue. */
+/* Caller thread. Only a communicator bound to a device stream can have
+ * device buffers: the pointers are asked only there. */
+weft__memkind_t weft__stream_memkind(const weft__comm_t *c, const void *sendbuf,
+                                     const void *recvbuf, size_t bytes)
+{
+    const comm_stream_t *cs = c->stream_state;
+    if (WEFT__LIKELY(cs == NULL) || cs->s->dev == weft__device_host() || bytes == 0)
+        return WEFT__MEM_HOST;
+    return weft__device_ptr_kind(recvbuf) == WEFT__MEM_DEVICE ||
+                   weft__device_ptr_kind(sendbuf) == WEFT__MEM_DEVICE
+               ? WEFT__MEM_DEVICE
+               : WEFT__MEM_HOST;
+}
+
+/* Caller thread, before weft__issue. The algorithm is chosen already
+ * (weft__select, lib/select.c, with the buffers' memory kind): NCCL runs on
+ * the stream, a host algorithm on device buffers runs on a pinned staging
+ * copy, and on host buffers as is. */
 weft_status_t weft__stream_prepare(weft__op_t *op)
 {
     weft__comm_t *c = op->comm;
     comm_stream_t *cs = c->stream_state;
-    if (cs == NULL) {
-        if (op->algo == WEFT_ALGO_NCCL) host_algo_for_nccl(op);
-        return WEFT_SUCCESS;
-    }
+    if (cs == NULL) return WEFT_SUCCESS;
     struct weft_stream *s = cs->s;
     const weft__device_t *dev = s->dev;
     path_t path = PATH_HOST;
 
-    if (dev != weft__device_host() && op->bytes > 0 &&
-        (weft__device_ptr_kind(op->recvbuf) == WEFT__MEM_DEVICE ||
-         weft__device_ptr_kind(op->sendbuf) == WEFT__MEM_DEVICE)) {
+    if (weft__stream_memkind(c, op->sendbuf, op->recvbuf, op->bytes) == WEFT__MEM_DEVICE) {
         if (op->kind != WEFT__OP_ALLREDUCE) {
             WEFT__ERROR("%s: device buffers are supported for allreduce only",
                         weft__opkind_name(op->kind));
             return WEFT_ERR_UNSUPPORTED;
         }
-        bool want_nccl = op->algo == WEFT_ALGO_NCCL ||
-                         (atomic_load_explicit(&c->force_algo[WEFT_COLL_ALLREDUCE],
-                                               memory_order_relaxed) == WEFT_ALGO_AUTO &&
-                          weft__cfg.force_algo[WEFT_COLL_ALLREDUCE] == WEFT_ALGO_AUTO &&
-                          op->bytes >= weft__cfg.nccl_min_bytes);
-        const weft__nccl_backend_t *nb = weft__nccl_backend();
-        if (want_nccl && cs->nccl != NULL && nb->supports(op->dtype, op->rop)) {
+        if (op->algo == WEFT_ALGO_NCCL) {
+            /* Selection chooses NCCL only where it runs, or when it was forced
+             * on the communicator: that cannot be served here. */
+            if (cs->nccl == NULL || !weft__nccl_backend()->supports(op->dtype, op->rop)) {
+                WEFT__ERROR("allreduce: NCCL forced on comm %d but not available", c->id);
+                return WEFT_ERR_UNSUPPORTED;
+            }
             path = PATH_NCCL;
-            op->algo = WEFT_ALGO_NCCL;
-            op->impl = &weft__allreduce_nccl_impl;
             op->finish = NULL; /* NCCL averages itself (ncclAvg) */
         } else {
-            if (op->algo == WEFT_ALGO_NCCL) {
-                if (atomic_load_explicit(&c->force_algo[WEFT_COLL_ALLREDUCE],
-                                         memory_order_relaxed) == WEFT_ALGO_NCCL) {
-                    WEFT__ERROR("allreduce: NCCL forced on comm %d but not available", c->id);
-                    return WEFT_ERR_UNSUPPORTED;
-                }
-                host_algo_for_nccl(op);
-            }
             path = PATH_STAGED;
         }
-    } else if (op->algo == WEFT_ALGO_NCCL) {
-        host_algo_for_nccl(op);
     }
 
     weft_status_t st = WEFT_SUCCESS;

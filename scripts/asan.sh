@@ -27,7 +27,7 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 tests=(
   errors-n2-default watchdog-n2
   inflight-n2-default
-  allreduce-n3-auto-tpmpi allreduce-n3-ring-chunk allreduce-n4-rab allreduce-n3-tree-ucx
+  allreduce-n3-auto-tpmpi allreduce-n3-ring-chunk allreduce-n4-rabenseifner allreduce-n3-tree-ucx
   transport-n3-mpi transport-n2-ucx
   stream-n3-default
   coll-n3-default

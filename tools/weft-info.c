@@ -4,17 +4,18 @@
  * library would use for a communicator of P ranks.
  *
  *   weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]
- *             [--gamma S] [--no-vars]
+ *             [--gamma S] [--explain] [--no-vars]
  *   weft-info --config            the WEFT_* variables only
  *   weft-info --config-markdown   doc/config.md's generated reference
  *
- * The selection table runs the library's own weft__select (forced algorithm
- * from the environment > tuning-file rule > cost model weft__select_model)
- * on a communicator description of P ranks, with the cost in use: the tuning
- * file's alpha/beta/gamma, else (under mpiexec with 2 or more ranks) the one
- * measured on MPI_COMM_WORLD, else the built-in defaults; --alpha/--beta/
- * --gamma override. Runs as a singleton (no mpiexec needed); under mpiexec
- * rank 0 prints.
+ * The selection table asks the library's own selection (weft__select_explain:
+ * forced algorithm from the environment > tuning-file rule > cost model) for
+ * a communicator of P ranks described to it (weft__select_comm_t), with the
+ * cost in use: the tuning file's alpha/beta/gamma, else (under mpiexec with
+ * 2 or more ranks) the one measured on MPI_COMM_WORLD, else the built-in
+ * defaults; --alpha/--beta/--gamma override. --explain adds every
+ * candidate's predicted time. Runs as a singleton (no mpiexec needed); under
+ * mpiexec rank 0 prints.
  *
  * Links the internal archive (weft_core) to reach weft__* functions.
  */
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "weft_cli.h"
+#include "tuning.h"
 #include "weft_internal.h"
 #include "weft_mpi.h"
 #ifdef WEFT_HAVE_UCX
@@ -32,21 +34,11 @@
 #endif
 
 
-/* The layout of a rule as lib/select.c keeps it (weft__select_rules hands the
- * array out as const void *): used only to say which rule decided. */
-typedef struct info_rule {
-    weft_coll_t coll;
-    int comm_size;
-    size_t min_bytes, max_bytes;
-    weft_algo_t algo;
-} info_rule_t;
-int weft__select_rules(const void **rules);
-
 static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]\n"
-            "                 [--gamma S] [--no-vars]\n"
+            "                 [--gamma S] [--explain] [--no-vars]\n"
             "       weft-info --config | --config-markdown\n"
             "What this Weft is: version, build, backends, algorithms, WEFT_* variables, and\n"
             "the selection table for a communicator of P ranks (runs alone or under mpiexec).\n"
@@ -56,6 +48,8 @@ static void usage(FILE *f)
             "                  default 4:256M)\n"
             "  --alpha/--beta/--gamma S   cost-model parameters to use (seconds,\n"
             "                  seconds per byte); default: the cost in use (doc/observability.md)\n"
+            "  --explain       add each candidate's predicted time to the table (cost model,\n"
+            "                  microseconds; '-' = not a candidate)\n"
             "  --no-vars       do not list the WEFT_* variables\n"
             "  --config        list only the WEFT_* variables: value in effect, default,\n"
             "                  valid values, meaning\n"
@@ -131,13 +125,15 @@ static void print_transports(void)
 
 static void print_algorithms(void)
 {
-    printf("Algorithms (registry order; '*' = explicit only, never chosen by the cost model):\n");
+    printf("Algorithms (registry order; '*' = explicit only, never chosen by the cost model;\n"
+           "  '(device)' = device buffers only):\n");
     for (int c = 0; c < WEFT_COLL_COUNT; c++) {
         int n = 0;
         const weft__algo_impl_t *const *list = weft__algo_list((weft_coll_t)c, &n);
         printf("  %-15s", weft__coll_name((weft_coll_t)c));
         for (int i = 0; i < n; i++)
-            printf(" %s%s", weft_algo_name(list[i]->id), list[i]->cost ? "" : "*");
+            printf(" %s%s%s", weft_algo_name(list[i]->id), list[i]->cost ? "" : "*",
+                   weft__algo_device_only((weft_coll_t)c, list[i]->id) ? "(device)" : "");
         printf("%s\n", n ? "" : " (none)");
     }
 }
@@ -200,45 +196,18 @@ static void print_vars_markdown(void)
     }
 }
 
-/* Which step of the precedence decided (coll, p, bytes) for this table row. */
-static const char *source_of(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dt,
-                             weft_algo_t sel, weft_algo_t model)
-{
-    if (weft__cfg.force_algo[coll] != WEFT_ALGO_AUTO) return "env";
-    const void *rv = NULL;
-    int n = weft__select_rules(&rv);
-    const info_rule_t *r = rv;
-    for (int i = 0; i < n && r; i++) {
-        if ((unsigned)r[i].coll >= WEFT_COLL_COUNT || (unsigned)r[i].algo >= WEFT_ALGO_COUNT) break;
-        const weft__algo_impl_t *impl = weft__algo_impl(coll, r[i].algo);
-        if (r[i].coll == coll && (r[i].comm_size == 0 || r[i].comm_size == p) &&
-            bytes >= r[i].min_bytes && bytes <= r[i].max_bytes && impl &&
-            (impl->supports == NULL || impl->supports(dt, WEFT_SUM)))
-            return r[i].algo == sel ? "rule" : "?";
-    }
-    return sel == model ? "model" : "?";
-}
-
 static int print_selection(int p, int only_coll, size_t lo, size_t hi, const weft__cost_t *cost,
-                           const char *cost_src)
+                           const char *cost_src, int explain)
 {
-    weft__comm_t c;
-    memset(&c, 0, sizeof c);
-    c.rank = 0;
-    c.size = p;
-    c.pof2 = 1;
-    while (c.pof2 * 2 <= p) c.pof2 *= 2;
-    c.cost = *cost;
-    c.id = -1;
-    for (int i = 0; i < WEFT_COLL_COUNT; i++) atomic_init(&c.force_algo[i], WEFT_ALGO_AUTO);
     const weft_datatype_t dt = WEFT_FLOAT32;
-    printf("Selection table: %d ranks, float32 sum; cost alpha %.4g s, beta %.4g s/B "
+    printf("Selection table: %d ranks, float32 sum, host buffers; cost alpha %.4g s, beta %.4g s/B "
            "(%.2f GB/s), gamma %.4g s/B (%s)\n",
            p, cost->alpha, cost->beta, cost->beta > 0 ? 1e-9 / cost->beta : 0.0, cost->gamma,
            cost_src);
-    printf("# source: env = WEFT_<COLL>_ALGO, rule = WEFT_TUNING_FILE, model = cost model\n");
-    printf("# %-15s %12s  %-19s %-6s %-19s %12s\n", "coll", "size_bytes", "algorithm", "source",
-           "model_choice", "model_us");
+    printf("# source: env = WEFT_<COLL>_ALGO, rule = WEFT_TUNING_FILE (its rule number and line\n"
+           "#         under why), model = cost model\n");
+    printf("# %-15s %12s  %-19s %-6s %-19s %12s  %s\n", "coll", "size_bytes", "algorithm", "source",
+           "model_choice", "model_us", explain ? "why / candidates_us" : "why");
     int fallback = 0;
     for (int ci = 0; ci < WEFT_COLL_COUNT; ci++) {
         if (only_coll >= 0 && ci != only_coll) continue;
@@ -246,56 +215,52 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
         int n = 0;
         weft__algo_list(coll, &n);
         if (n == 0) continue;
+        /* A communicator of p ranks, nothing forced on it, no device stream. */
+        const weft__select_comm_t sc = {.size = p, .cost = *cost, .forced = WEFT_ALGO_AUTO,
+                                        .nccl = NULL};
         size_t first = coll == WEFT_COLL_BARRIER ? 0 : lo;
         size_t last = coll == WEFT_COLL_BARRIER ? 0 : hi;
         for (size_t s = first;; s = s ? s * 2 : 1) {
             if (s < first) continue;
-            double mc = 0;
-            weft_algo_t model = weft__select_model(coll, p, s, dt, cost, &mc);
-            weft_algo_t sel = weft__select(&c, coll, s, dt);
-            /* What runs on host buffers (a forced NCCL cannot serve them):
-             * the same answer weft_query_algo gives. */
-            weft_algo_t runs = weft__stream_query_algo(&c, coll, s, dt, sel);
-            const char *src = source_of(coll, p, s, dt, sel, model);
-            if (runs != sel) {
-                src = "env*";
+            weft__select_explain_t ex;
+            weft__select_explain(&sc, coll, s, dt, WEFT_SUM, WEFT__MEM_HOST, &ex);
+            char src[16], why[64] = "-";
+            snprintf(src, sizeof src, "%s%s", weft__select_source_name(ex.source),
+                     ex.replaced != WEFT_ALGO_AUTO ? "*" : "");
+            if (ex.replaced != WEFT_ALGO_AUTO) {
                 fallback = 1;
+                snprintf(why, sizeof why, "%s_cannot_serve_host_buffers",
+                         weft_algo_name(ex.replaced));
+            } else if (ex.source == WEFT__SELECT_RULE) {
+                snprintf(why, sizeof why, "rule_%d_line_%d", ex.rule + 1, ex.rule_line);
             }
-            const char *an = weft_algo_name(runs), *mn = weft_algo_name(model);
-            printf("  %-15s %12zu  %-19s %-6s %-19s %12.3f\n", weft__coll_name(coll), s,
-                   an ? an : "none", src, mn ? mn : "none", isfinite(mc) ? 1e6 * mc : -1.0);
+            const char *an = weft_algo_name(ex.algo), *mn = weft_algo_name(ex.model);
+            printf("  %-15s %12zu  %-19s %-6s %-19s %12.3f  %s", weft__coll_name(coll), s,
+                   an ? an : "none", src, mn ? mn : "none",
+                   isfinite(ex.model_cost) ? 1e6 * ex.model_cost : -1.0, why);
+            for (int i = 0; explain && i < ex.ncand; i++) {
+                const char *cn = weft_algo_name(ex.cand[i].algo);
+                if (isnan(ex.cand[i].cost)) printf(" %s=-", cn ? cn : "?");
+                else printf(" %s=%.3f", cn ? cn : "?", 1e6 * ex.cand[i].cost);
+            }
+            printf("\n");
             if (s >= last || s > SIZE_MAX / 2) break;
         }
     }
     if (fallback)
-        printf("# env* = forced by WEFT_<COLL>_ALGO to an algorithm that cannot serve host buffers\n"
-               "#        (nccl: device buffers on a CUDA-stream communicator only); the row shows\n"
-               "#        the algorithm that runs instead\n");
+        printf("# env* = forced by WEFT_<COLL>_ALGO (rule* = named by a rule) to an algorithm that\n"
+               "#        cannot serve host buffers (nccl: device buffers on a CUDA-stream communicator\n"
+               "#        only); the row shows the algorithm that runs instead (the cost model's)\n");
     return 0;
 }
 
-/* Has the tuning file alpha/beta/gamma lines? (only to label the cost's source) */
-static int file_has_cost(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char line[512], w[64];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%63s", w) == 1 &&
-            (!strcmp(w, "alpha") || !strcmp(w, "beta") || !strcmp(w, "gamma")))
-            n++;
-    fclose(f);
-    return n == 3;
-}
-
-enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_NO_VARS, OPT_CONFIG, OPT_CONFIG_MD };
+enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_NO_VARS, OPT_CONFIG, OPT_CONFIG_MD, OPT_EXPLAIN };
 /* What to print: everything, the variables (--config), the reference (--config-markdown). */
 enum { SHOW_ALL, SHOW_CONFIG, SHOW_CONFIG_MARKDOWN };
 
 int main(int argc, char **argv)
 {
-    int ranks = 0, only_coll = -1, vars = 1, show = SHOW_ALL;
+    int ranks = 0, only_coll = -1, vars = 1, show = SHOW_ALL, explain = 0;
     size_t lo = 4, hi = (size_t)256 << 20;
     double ov[3] = {-1, -1, -1};
     static const struct option longopts[] = {
@@ -305,6 +270,7 @@ int main(int argc, char **argv)
         {"config", no_argument, NULL, OPT_CONFIG},
         {"config-markdown", no_argument, NULL, OPT_CONFIG_MD},
         {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, 'V'},
+        {"explain", no_argument, NULL, OPT_EXPLAIN},
         {NULL, 0, NULL, 0},
     };
     static const char *const prog = "weft-info";
@@ -318,6 +284,7 @@ int main(int argc, char **argv)
         case OPT_NO_VARS: vars = 0; break;
         case OPT_CONFIG: show = SHOW_CONFIG; break;
         case OPT_CONFIG_MD: show = SHOW_CONFIG_MARKDOWN; break;
+        case OPT_EXPLAIN: explain = 1; break;
         case 'p':
             if (weft_cli_parse_long(optarg, 1, 1L << 24, &l) != 0)
                 return weft_cli_usage_error(prog, "bad --ranks '%s' (an integer in [1, 16777216])",
@@ -371,40 +338,28 @@ int main(int argc, char **argv)
     weft__cost_t cost;
     const char *src;
     weft_comm_t world = NULL;
-    int file_cost = weft__cfg.tuning_file[0] && file_has_cost(weft__cfg.tuning_file);
-    if (weft__g.world_size > 1) {
-        st = weft_comm_create(MPI_COMM_WORLD, NULL, &world);
-        if (st != WEFT_SUCCESS) {
-            fprintf(stderr, "weft-info: weft_comm_create failed: %s\n", weft_strerror(st));
-            rc = 1;
-            goto out;
-        }
-        weft__comm_t *wc = NULL;
-        st = weft__comm_get(world, &wc);
-        if (st != WEFT_SUCCESS) {
-            fprintf(stderr, "weft-info: %s\n", weft_strerror(st));
-            rc = 1;
-            goto out;
-        }
-        cost = wc->cost;
-        src = file_cost ? "tuning file" : weft__cfg.measure ? "measured on MPI_COMM_WORLD" : "built-in defaults";
-    } else {
-        /* Same path as a real communicator's creation, on one rank: takes the
-         * tuning file's values or the defaults (nothing to measure alone). */
-        weft__comm_t one;
-        memset(&one, 0, sizeof one);
-        one.size = 1;
-        st = weft__ctl_split(weft__ctl_world(), weft__g.world_rank, 0, &one.ctl);
-        if (st == WEFT_SUCCESS) st = weft__select_init(&one);
-        weft__ctl_free(&one.ctl);
-        if (st != WEFT_SUCCESS) {
-            fprintf(stderr, "weft-info: cannot set up the cost model: %s\n", weft_strerror(st));
-            rc = 1;
-            goto out;
-        }
-        cost = one.cost;
-        src = file_cost ? "tuning file" : "built-in defaults";
+    weft__cost_t file_c;
+    int file_cost = weft__tuning_cost(&file_c);
+    /* A real communicator over MPI_COMM_WORLD (one rank alone): its creation
+     * takes the tuning file's cost, measures (2+ ranks, WEFT_MEASURE=1) or
+     * keeps the defaults, as an application's would. */
+    st = weft_comm_create(MPI_COMM_WORLD, NULL, &world);
+    if (st != WEFT_SUCCESS) {
+        fprintf(stderr, "weft-info: weft_comm_create failed: %s\n", weft_strerror(st));
+        rc = 1;
+        goto out;
     }
+    weft__comm_t *wc = NULL;
+    st = weft__comm_get(world, &wc);
+    if (st != WEFT_SUCCESS) {
+        fprintf(stderr, "weft-info: %s\n", weft_strerror(st));
+        rc = 1;
+        goto out;
+    }
+    cost = wc->cost;
+    src = file_cost                                      ? "tuning file"
+          : weft__cfg.measure && weft__g.world_size > 1 ? "measured on MPI_COMM_WORLD"
+                                                        : "built-in defaults";
     if (ov[0] >= 0 || ov[1] >= 0 || ov[2] >= 0) {
         if (ov[0] >= 0) cost.alpha = ov[0];
         if (ov[1] >= 0) cost.beta = ov[1];
@@ -423,14 +378,13 @@ int main(int argc, char **argv)
         print_transports();
         print_algorithms();
         if (vars) print_vars();
-        const void *rv;
-        int nrules = weft__select_rules(&rv);
+        int nrules = weft__tuning_nrules();
         if (weft__cfg.tuning_file[0])
             printf("Tuning file: %s (%d rules%s)\n", weft__cfg.tuning_file, nrules,
                    file_cost ? ", alpha/beta/gamma" : "");
         else
             printf("Tuning file: none (WEFT_TUNING_FILE unset)\n");
-        if (ranks > 0) print_selection(ranks, only_coll, lo, hi, &cost, src);
+        if (ranks > 0) print_selection(ranks, only_coll, lo, hi, &cost, src, explain);
         else printf("Selection table: use --ranks P\n");
         fflush(stdout);
     }

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "weft_cli.h"
+#include "tuning.h"
 #include "weft_internal.h"
 
 static void usage(FILE *f)
@@ -42,23 +43,10 @@ static void usage(FILE *f)
                "  -V, --version   version and build options\n");
 }
 
-/* alpha/beta/gamma lines of a tuning file (validated first by the library's parser). */
+/* alpha/beta/gamma of a tuning file, read by the library's parser (lib/tuning.c). */
 static int read_cost(const char *path, weft__cost_t *c)
 {
-    if (weft__tuning_parse(path) != WEFT_SUCCESS) return 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    char line[512], w[64];
-    double v;
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (sscanf(line, "%63s %lf", w, &v) != 2) continue;
-        if (!strcmp(w, "alpha")) c->alpha = v, n |= 1;
-        if (!strcmp(w, "beta")) c->beta = v, n |= 2;
-        if (!strcmp(w, "gamma")) c->gamma = v, n |= 4;
-    }
-    fclose(f);
-    return n == 7;
+    return weft__tuning_parse(path) == WEFT_SUCCESS && weft__tuning_cost(c);
 }
 
 static const char *short_name(weft_algo_t a)

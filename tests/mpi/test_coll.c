@@ -2,7 +2,8 @@
  * test_coll.c - every collective other than allreduce, compared with MPI's
  * own on MPI_COMM_WORLD: reduce_scatter, allgather, bcast, reduce, alltoall,
  * gather, scatter (blocking, nonblocking and in place), each with every
- * algorithm that serves it (forced with weft_comm_set_algo) and with the
+ * algorithm that serves it (the library's table, found and forced with
+ * weft_comm_set_algo) and with the
  * automatic choice, for several counts, datatypes, ops and roots; several
  * nonblocking collectives in flight at once; a barrier that must hold back
  * every rank until the slowest arrives; and bad arguments refused with the
@@ -29,13 +30,32 @@ static const dtop_t dtops[] = {
 };
 #define NDTOPS (sizeof dtops / sizeof dtops[0])
 
-/* Algorithms to force per collective (AUTO = the selection's choice). */
-static const weft_algo_t rs_algos[] = {WEFT_ALGO_AUTO, WEFT_ALGO_RING, WEFT_ALGO_RECURSIVE_HALVING};
-static const weft_algo_t ag_algos[] = {WEFT_ALGO_AUTO, WEFT_ALGO_RING, WEFT_ALGO_RECURSIVE_DOUBLING};
-static const weft_algo_t bc_algos[] = {WEFT_ALGO_AUTO, WEFT_ALGO_BINOMIAL, WEFT_ALGO_SCATTER_ALLGATHER};
-static const weft_algo_t rd_algos[] = {WEFT_ALGO_AUTO, WEFT_ALGO_BINOMIAL};
-static const weft_algo_t a2a_algos[] = {WEFT_ALGO_AUTO, WEFT_ALGO_PAIRWISE};
-static const weft_algo_t g_algos[] = {WEFT_ALGO_AUTO, WEFT_ALGO_LINEAR};
+/* Algorithms to force per collective, AUTO (the selection's choice) first:
+ * every algorithm the library's table has for the collective, found through
+ * the public API (weft_comm_set_algo accepts exactly those; find_algos). */
+static struct {
+    weft_algo_t a[WEFT_ALGO_COUNT];
+    size_t n;
+} algos[WEFT_COLL_COUNT];
+
+/* The i-th algorithm of coll's list, wrapping (gather and scatter share a loop). */
+static weft_algo_t algo_at(weft_coll_t coll, size_t i) { return algos[coll].a[i % algos[coll].n]; }
+
+static void find_algos(mt_ctx_t *t)
+{
+    for (int c = 0; c < WEFT_COLL_COUNT; c++) {
+        algos[c].a[0] = WEFT_ALGO_AUTO;
+        algos[c].n = 1;
+        for (int a = WEFT_ALGO_AUTO + 1; a < WEFT_ALGO_COUNT; a++) {
+            weft_status_t st = weft_comm_set_algo(t->comm, (weft_coll_t)c, (weft_algo_t)a);
+            if (st == WEFT_SUCCESS) algos[c].a[algos[c].n++] = (weft_algo_t)a;
+            else MT_STATUS(t, st, WEFT_ERR_ALGORITHM, "weft_comm_set_algo of an algorithm not for it");
+        }
+        MT_STATUS(t, weft_comm_set_algo(t->comm, (weft_coll_t)c, WEFT_ALGO_AUTO), WEFT_SUCCESS,
+                  "weft_comm_set_algo(auto)");
+        MT_CHECK(t, algos[c].n >= 2, "collective %d: no algorithm accepted", c);
+    }
+}
 
 static void *xmalloc(mt_ctx_t *t, size_t bytes)
 {
@@ -75,9 +95,9 @@ static void avg_ref(void *ref, size_t n, weft_datatype_t dt, int p)
 static void test_reduce_scatter(mt_ctx_t *t)
 {
     int p = t->size;
-    for (size_t a = 0; a < sizeof rs_algos / sizeof rs_algos[0]; a++) {
-        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_REDUCE_SCATTER, rs_algos[a]), WEFT_SUCCESS,
-                  "set_algo reduce_scatter");
+    for (size_t a = 0; a < algos[WEFT_COLL_REDUCE_SCATTER].n; a++) {
+        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_REDUCE_SCATTER, algo_at(WEFT_COLL_REDUCE_SCATTER, a)),
+                  WEFT_SUCCESS, "set_algo reduce_scatter");
         for (size_t d = 0; d < NDTOPS; d++)
             for (size_t ci = 0; ci < NCOUNTS; ci++)
                 for (int mode = 0; mode < 3; mode++) { /* 0 blocking, 1 nonblocking, 2 in place */
@@ -87,7 +107,7 @@ static void test_reduce_scatter(mt_ctx_t *t)
                     char what[128];
                     snprintf(what, sizeof what, "reduce_scatter %s %s n=%zu algo=%s mode=%d",
                              weft_datatype_name(dt), weft_op_name(op), n,
-                             weft_algo_name(rs_algos[a]), mode);
+                             weft_algo_name(algo_at(WEFT_COLL_REDUCE_SCATTER, a)), mode);
                     char *in = xmalloc(t, n * p * es), *out = xmalloc(t, n * p * es),
                          *ref = xmalloc(t, n * es);
                     mt_fill(in, n * p, dt, op, t->rank, 11 + ci);
@@ -114,16 +134,16 @@ static void test_reduce_scatter(mt_ctx_t *t)
 static void test_allgather(mt_ctx_t *t)
 {
     int p = t->size;
-    for (size_t a = 0; a < sizeof ag_algos / sizeof ag_algos[0]; a++) {
-        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_ALLGATHER, ag_algos[a]), WEFT_SUCCESS,
-                  "set_algo allgather");
+    for (size_t a = 0; a < algos[WEFT_COLL_ALLGATHER].n; a++) {
+        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_ALLGATHER, algo_at(WEFT_COLL_ALLGATHER, a)),
+                  WEFT_SUCCESS, "set_algo allgather");
         for (size_t ci = 0; ci < NCOUNTS; ci++)
             for (int mode = 0; mode < 3; mode++) {
                 weft_datatype_t dt = ci % 2 ? WEFT_FLOAT64 : WEFT_INT32;
                 size_t n = counts[ci], es = mt_dtype_size(dt);
                 char what[128];
                 snprintf(what, sizeof what, "allgather %s n=%zu algo=%s mode=%d", weft_datatype_name(dt),
-                         n, weft_algo_name(ag_algos[a]), mode);
+                         n, weft_algo_name(algo_at(WEFT_COLL_ALLGATHER, a)), mode);
                 char *in = xmalloc(t, n * es), *out = xmalloc(t, n * p * es), *ref = xmalloc(t, n * p * es);
                 mt_fill(in, n, dt, WEFT_MAX, t->rank, 3 + ci);
                 MPI_Allgather(in, (int)n, mt_mpi_dtype(dt), ref, (int)n, mt_mpi_dtype(dt), MPI_COMM_WORLD);
@@ -146,9 +166,9 @@ static void test_allgather(mt_ctx_t *t)
 
 static void test_bcast(mt_ctx_t *t)
 {
-    for (size_t a = 0; a < sizeof bc_algos / sizeof bc_algos[0]; a++) {
-        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_BCAST, bc_algos[a]), WEFT_SUCCESS,
-                  "set_algo bcast");
+    for (size_t a = 0; a < algos[WEFT_COLL_BCAST].n; a++) {
+        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_BCAST, algo_at(WEFT_COLL_BCAST, a)),
+                  WEFT_SUCCESS, "set_algo bcast");
         for (size_t ci = 0; ci < NCOUNTS; ci++)
             for (int ri = 0; ri < (t->size > 1 ? 2 : 1); ri++)
                 for (int nb = 0; nb < 2; nb++) {
@@ -157,7 +177,7 @@ static void test_bcast(mt_ctx_t *t)
                     size_t n = counts[ci] + (size_t)root, es = mt_dtype_size(dt);
                     char what[128];
                     snprintf(what, sizeof what, "bcast %s n=%zu root=%d algo=%s nb=%d",
-                             weft_datatype_name(dt), n, root, weft_algo_name(bc_algos[a]), nb);
+                             weft_datatype_name(dt), n, root, weft_algo_name(algo_at(WEFT_COLL_BCAST, a)), nb);
                     char *buf = xmalloc(t, n * es), *ref = xmalloc(t, n * es);
                     mt_fill(buf, n, dt, WEFT_BXOR, t->rank, 5 + ci);
                     memcpy(ref, buf, n * es);
@@ -174,9 +194,9 @@ static void test_bcast(mt_ctx_t *t)
 
 static void test_reduce(mt_ctx_t *t)
 {
-    for (size_t a = 0; a < sizeof rd_algos / sizeof rd_algos[0]; a++) {
-        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_REDUCE, rd_algos[a]), WEFT_SUCCESS,
-                  "set_algo reduce");
+    for (size_t a = 0; a < algos[WEFT_COLL_REDUCE].n; a++) {
+        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_REDUCE, algo_at(WEFT_COLL_REDUCE, a)),
+                  WEFT_SUCCESS, "set_algo reduce");
         for (size_t d = 0; d < NDTOPS; d++)
             for (size_t ci = 0; ci < NCOUNTS; ci++)
                 for (int mode = 0; mode < 3; mode++) {
@@ -187,7 +207,7 @@ static void test_reduce(mt_ctx_t *t)
                     char what[128];
                     snprintf(what, sizeof what, "reduce %s %s n=%zu root=%d algo=%s mode=%d",
                              weft_datatype_name(dt), weft_op_name(op), n, root,
-                             weft_algo_name(rd_algos[a]), mode);
+                             weft_algo_name(algo_at(WEFT_COLL_REDUCE, a)), mode);
                     char *in = xmalloc(t, n * es), *out = xmalloc(t, n * es), *ref = xmalloc(t, n * es);
                     mt_fill(in, n, dt, op, t->rank, 17 + ci);
                     MPI_Reduce(in, ref, (int)n, mt_mpi_dtype(dt), mt_mpi_op(op), root, MPI_COMM_WORLD);
@@ -213,15 +233,15 @@ static void test_reduce(mt_ctx_t *t)
 static void test_alltoall(mt_ctx_t *t)
 {
     int p = t->size;
-    for (size_t a = 0; a < sizeof a2a_algos / sizeof a2a_algos[0]; a++) {
-        weft_comm_set_algo(t->comm, WEFT_COLL_ALLTOALL, a2a_algos[a]);
+    for (size_t a = 0; a < algos[WEFT_COLL_ALLTOALL].n; a++) {
+        weft_comm_set_algo(t->comm, WEFT_COLL_ALLTOALL, algo_at(WEFT_COLL_ALLTOALL, a));
         for (size_t ci = 0; ci < NCOUNTS; ci++)
             for (int mode = 0; mode < 3; mode++) {
                 weft_datatype_t dt = WEFT_INT64;
                 size_t n = counts[ci], es = mt_dtype_size(dt);
                 char what[128];
                 snprintf(what, sizeof what, "alltoall n=%zu algo=%s mode=%d", n,
-                         weft_algo_name(a2a_algos[a]), mode);
+                         weft_algo_name(algo_at(WEFT_COLL_ALLTOALL, a)), mode);
                 char *in = xmalloc(t, n * p * es), *out = xmalloc(t, n * p * es), *ref = xmalloc(t, n * p * es);
                 mt_fill(in, n * p, dt, WEFT_MAX, t->rank, 23 + ci);
                 MPI_Alltoall(in, (int)n, MPI_INT64_T, ref, (int)n, MPI_INT64_T, MPI_COMM_WORLD);
@@ -245,9 +265,11 @@ static void test_alltoall(mt_ctx_t *t)
 static void test_gather_scatter(mt_ctx_t *t)
 {
     int p = t->size;
-    for (size_t a = 0; a < sizeof g_algos / sizeof g_algos[0]; a++) {
-        weft_comm_set_algo(t->comm, WEFT_COLL_GATHER, g_algos[a]);
-        weft_comm_set_algo(t->comm, WEFT_COLL_SCATTER, g_algos[a]);
+    size_t ngs = algos[WEFT_COLL_GATHER].n > algos[WEFT_COLL_SCATTER].n ? algos[WEFT_COLL_GATHER].n
+                                                                       : algos[WEFT_COLL_SCATTER].n;
+    for (size_t a = 0; a < ngs; a++) {
+        weft_comm_set_algo(t->comm, WEFT_COLL_GATHER, algo_at(WEFT_COLL_GATHER, a));
+        weft_comm_set_algo(t->comm, WEFT_COLL_SCATTER, algo_at(WEFT_COLL_SCATTER, a));
         for (size_t ci = 0; ci < NCOUNTS; ci++)
             for (int mode = 0; mode < 3; mode++) {
                 int root = (int)(ci % (size_t)p);
@@ -261,7 +283,7 @@ static void test_gather_scatter(mt_ctx_t *t)
 
                 /* gather */
                 snprintf(what, sizeof what, "gather n=%zu root=%d algo=%s mode=%d", n, root,
-                         weft_algo_name(g_algos[a]), mode);
+                         weft_algo_name(algo_at(WEFT_COLL_GATHER, a)), mode);
                 mt_fill(in, n, dt, WEFT_SUM, t->rank, 29 + ci);
                 MPI_Gather(in, (int)n, MPI_FLOAT, ref, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD);
                 if (mode == 2 && me_root) {
@@ -277,7 +299,7 @@ static void test_gather_scatter(mt_ctx_t *t)
 
                 /* scatter */
                 snprintf(what, sizeof what, "scatter n=%zu root=%d algo=%s mode=%d", n, root,
-                         weft_algo_name(g_algos[a]), mode);
+                         weft_algo_name(algo_at(WEFT_COLL_SCATTER, a)), mode);
                 mt_fill(in, n * p, dt, WEFT_SUM, t->rank, 31 + ci);
                 MPI_Scatter(in, (int)n, MPI_FLOAT, ref, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD);
                 if (mode == 2 && me_root) {
@@ -394,6 +416,7 @@ int main(int argc, char **argv)
     mt_ctx_t t;
     int rc = mt_init(&t, &argc, &argv);
     if (rc != 0) return rc;
+    find_algos(&t);
     test_errors(&t);
     test_reduce_scatter(&t);
     test_allgather(&t);

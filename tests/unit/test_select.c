@@ -1,0 +1,288 @@
+/*
+ * Unit tests for selection (lib/select.c, lib/tuning.c) and the algorithm
+ * table (lib/coll/algos.def, algos.c): the table's rows agree with their
+ * implementations and names; weft__select_explain says which algorithm and
+ * why for each step of the precedence (per communicator, environment, tuning
+ * rule N, cost model with every candidate's cost, the device rule), checked
+ * against cases built to hit each step.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tuning.h"
+#include "weft_internal.h"
+
+static const weft__cost_t cost = {2e-6, 2e-10, 2.5e-10};
+
+/* The device rule asks the NCCL backend only whether it can reduce: a
+ * backend with that entry alone (NCCL has no bitwise ops). */
+static bool fake_supports(weft_datatype_t dt, weft_op_t op)
+{
+    (void)dt;
+    return op != WEFT_BAND && op != WEFT_BOR && op != WEFT_BXOR;
+}
+static const weft__nccl_backend_t fake_nccl = {.supports = fake_supports};
+
+static void reset_config(void)
+{
+    for (int i = 0; i < WEFT_COLL_COUNT; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "WEFT_%s_ALGO", weft__coll_name((weft_coll_t)i));
+        for (char *c = name; *c; c++)
+            if (*c >= 'a' && *c <= 'z') *c = (char)(*c - 'a' + 'A');
+        unsetenv(name);
+    }
+    unsetenv("WEFT_TUNING_FILE");
+    unsetenv("WEFT_NCCL_MIN_BYTES");
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    weft__tuning_clear();
+}
+
+START_TEST(table_rows_agree)
+{
+    int total = 0;
+    for (int c = 0; c < WEFT_COLL_COUNT; c++) {
+        int n = 0;
+        const weft__algo_impl_t *const *list = weft__algo_list((weft_coll_t)c, &n);
+        ck_assert_int_ge(n, 1); /* every collective has an algorithm */
+        ck_assert_int_le(n, WEFT__SELECT_MAX_CAND);
+        ck_assert_ptr_null(list[n]);
+        char names[512];
+        size_t need = weft__algo_names((weft_coll_t)c, ", ", names, sizeof names);
+        ck_assert_uint_eq(need, strlen(names));
+        ck_assert(strncmp(names, "auto", 4) == 0);
+        for (int i = 0; i < n; i++, total++) {
+            ck_assert_int_eq((int)list[i]->kind, c);
+            ck_assert_ptr_eq(weft__algo_impl((weft_coll_t)c, list[i]->id), list[i]);
+            ck_assert_ptr_nonnull(list[i]->start);
+            ck_assert_ptr_nonnull(list[i]->step);
+            const char *name = weft_algo_name(list[i]->id);
+            ck_assert_ptr_nonnull(name);
+            weft_algo_t back;
+            ck_assert_int_eq(weft_algo_from_name(name, &back), WEFT_SUCCESS);
+            ck_assert_int_eq(back, list[i]->id);
+            char word[64];
+            snprintf(word, sizeof word, ", %s", name);
+            ck_assert_ptr_nonnull(strstr(names, word));
+            /* no id twice in one collective */
+            for (int j = 0; j < i; j++) ck_assert_int_ne(list[j]->id, list[i]->id);
+        }
+        /* cut at the capacity, still terminated, same length asked */
+        char small[8];
+        ck_assert_uint_eq(weft__algo_names((weft_coll_t)c, ", ", small, sizeof small), need);
+        ck_assert_uint_eq(strlen(small), need < sizeof small ? need : sizeof small - 1);
+    }
+    ck_assert_int_ge(total, 17);
+    char names[256];
+    weft__algo_names(WEFT_COLL_ALLREDUCE, "|", names, sizeof names);
+    const char *first = "auto|ring|recursive_doubling|rabenseifner|tree|mpi|nccl"; /* table order */
+    ck_assert(strncmp(names, first, strlen(first)) == 0);
+    ck_assert(weft__algo_device_only(WEFT_COLL_ALLREDUCE, WEFT_ALGO_NCCL));
+    ck_assert(!weft__algo_device_only(WEFT_COLL_ALLREDUCE, WEFT_ALGO_RING));
+    ck_assert(!weft__algo_device_only((weft_coll_t)99, WEFT_ALGO_RING));
+    ck_assert_uint_eq(weft__algo_names((weft_coll_t)99, ", ", names, sizeof names), 4); /* "auto" */
+}
+END_TEST
+
+START_TEST(explain_cost_model)
+{
+    reset_config();
+    const weft__select_comm_t sc = {.size = 8, .cost = cost, .forced = WEFT_ALGO_AUTO};
+    for (size_t bytes = 4; bytes <= (64u << 20); bytes *= 16) {
+        weft__select_explain_t ex;
+        memset(&ex, 0xff, sizeof ex);
+        weft_algo_t a = weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, bytes, WEFT_FLOAT32,
+                                             WEFT_SUM, WEFT__MEM_HOST, &ex);
+        double best = 0;
+        ck_assert_int_eq(a, weft__select_model(WEFT_COLL_ALLREDUCE, 8, bytes, WEFT_FLOAT32, &cost,
+                                               &best));
+        ck_assert_int_eq(ex.algo, a);
+        ck_assert_int_eq(ex.source, WEFT__SELECT_MODEL);
+        ck_assert_str_eq(weft__select_source_name(ex.source), "model");
+        ck_assert_int_eq(ex.rule, -1);
+        ck_assert_int_eq(ex.replaced, WEFT_ALGO_AUTO);
+        ck_assert_int_eq(ex.model, a);
+        ck_assert(ex.model_cost == best);
+        /* every algorithm of the collective is listed; the chosen one is the
+         * cheapest candidate (first on ties); explicit-only ones are NAN */
+        int n = 0;
+        const weft__algo_impl_t *const *list = weft__algo_list(WEFT_COLL_ALLREDUCE, &n);
+        ck_assert_int_eq(ex.ncand, n);
+        double min = INFINITY;
+        weft_algo_t argmin = WEFT_ALGO_AUTO;
+        for (int i = 0; i < n; i++) {
+            ck_assert_int_eq(ex.cand[i].algo, list[i]->id);
+            if (list[i]->cost == NULL) {
+                ck_assert(isnan(ex.cand[i].cost));
+                continue;
+            }
+            ck_assert(ex.cand[i].cost == list[i]->cost(8, bytes, &cost));
+            if (ex.cand[i].cost < min) min = ex.cand[i].cost, argmin = ex.cand[i].algo;
+        }
+        ck_assert_int_eq(argmin, a);
+        ck_assert(min == ex.model_cost);
+    }
+    /* reduce_bcast costs the tree's plus n gamma: the model never picks it */
+    for (int p = 1; p <= 4096; p = p < 8 ? p + 1 : p * 2)
+        for (size_t bytes = 0; bytes <= (1u << 30); bytes = bytes ? bytes * 4 : 1)
+            ck_assert_int_ne(weft__select_model(WEFT_COLL_ALLREDUCE, p, bytes, WEFT_FLOAT32, &cost,
+                                                NULL), WEFT_ALGO_REDUCE_BCAST);
+    /* a datatype an algorithm cannot serve makes it no candidate */
+    weft__select_explain_t ex;
+    weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 4096, WEFT_FLOAT16, WEFT_SUM, WEFT__MEM_HOST,
+                         &ex);
+    for (int i = 0; i < ex.ncand; i++)
+        if (ex.cand[i].algo == WEFT_ALGO_MPI) ck_assert(isnan(ex.cand[i].cost));
+}
+END_TEST
+
+START_TEST(explain_forced_env_rule)
+{
+    reset_config();
+    weft__select_comm_t sc = {.size = 4, .cost = cost, .forced = WEFT_ALGO_TREE};
+    weft__select_explain_t ex;
+    /* per communicator beats the environment */
+    setenv("WEFT_ALLREDUCE_ALGO", "ring", 1);
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 100, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_HOST, &ex), WEFT_ALGO_TREE);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_COMM);
+    ck_assert_str_eq(weft__select_source_name(ex.source), "comm");
+    sc.forced = WEFT_ALGO_AUTO;
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 100, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_HOST, &ex), WEFT_ALGO_RING);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_ENV);
+    ck_assert_int_eq(ex.algo, WEFT_ALGO_RING);
+    /* the environment beats a rule; without it, the first matching rule */
+    char path[] = "/tmp/weft_select_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "weft-tuning 1\n"
+               "# comment\n"
+               "rule allreduce 8 0 inf ring\n"           /* rule 0, line 3: another size */
+               "rule allreduce * 0 1000 tree\n"          /* rule 1, line 4 */
+               "rule allreduce * 0 inf mpi\n"            /* rule 2, line 5: not float16 */
+               "rule allreduce * 1001 inf rabenseifner\n" /* rule 3, line 6 */
+               "rule bcast 4 0 inf scatter_allgather\n"); /* rule 4, line 7 */
+    fclose(f);
+    ck_assert_int_eq(weft__tuning_parse(path), WEFT_SUCCESS);
+    unlink(path);
+    ck_assert_int_eq(weft__tuning_nrules(), 5);
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 100, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_HOST, &ex), WEFT_ALGO_RING);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_ENV);
+    unsetenv("WEFT_ALLREDUCE_ALGO");
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    const struct {
+        weft_coll_t coll;
+        size_t bytes;
+        weft_datatype_t dt;
+        weft_algo_t algo;
+        int rule, line;
+    } cases[] = {
+        {WEFT_COLL_ALLREDUCE, 100, WEFT_FLOAT32, WEFT_ALGO_TREE, 1, 4},
+        {WEFT_COLL_ALLREDUCE, 1000, WEFT_FLOAT32, WEFT_ALGO_TREE, 1, 4},
+        {WEFT_COLL_ALLREDUCE, 1001, WEFT_FLOAT32, WEFT_ALGO_MPI, 2, 5},
+        {WEFT_COLL_ALLREDUCE, 1001, WEFT_FLOAT16, WEFT_ALGO_RABENSEIFNER, 3, 6},
+        {WEFT_COLL_BCAST, 1, WEFT_FLOAT16, WEFT_ALGO_SCATTER_ALLGATHER, 4, 7},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ck_assert_int_eq(weft__select_explain(&sc, cases[i].coll, cases[i].bytes, cases[i].dt,
+                                              WEFT_SUM, WEFT__MEM_HOST, &ex), cases[i].algo);
+        ck_assert_int_eq(ex.source, WEFT__SELECT_RULE);
+        ck_assert_int_eq(ex.rule, cases[i].rule);
+        ck_assert_int_eq(ex.rule_line, cases[i].line);
+        ck_assert_int_eq(weft__tuning_rule_line(cases[i].rule), cases[i].line);
+    }
+    /* no rule for 2 ranks' bcast: the model */
+    sc.size = 2;
+    weft__select_explain(&sc, WEFT_COLL_BCAST, 1, WEFT_FLOAT32, WEFT_SUM, WEFT__MEM_HOST, &ex);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_MODEL);
+    ck_assert_int_eq(ex.algo, ex.model);
+    /* the same answer without an explanation */
+    sc.size = 4;
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 1001, WEFT_FLOAT16, WEFT_SUM,
+                                          WEFT__MEM_HOST, NULL), WEFT_ALGO_RABENSEIFNER);
+    weft__tuning_clear();
+}
+END_TEST
+
+START_TEST(explain_device_rule)
+{
+    reset_config();
+    weft__select_comm_t sc = {.size = 2, .cost = cost, .forced = WEFT_ALGO_AUTO, .nccl = &fake_nccl};
+    const size_t big = weft__cfg.nccl_min_bytes, small = big / 2;
+    weft__select_explain_t ex;
+    /* NCCL named for host buffers: the cost model's algorithm runs */
+    setenv("WEFT_ALLREDUCE_ALGO", "nccl", 1);
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    weft_algo_t a = weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, big, WEFT_FLOAT32, WEFT_SUM,
+                                         WEFT__MEM_HOST, &ex);
+    ck_assert_int_eq(a, ex.model);
+    ck_assert_int_ne(a, WEFT_ALGO_NCCL);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_ENV);
+    ck_assert_int_eq(ex.replaced, WEFT_ALGO_NCCL);
+    unsetenv("WEFT_ALLREDUCE_ALGO");
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    /* forced on the communicator for device buffers without NCCL: stays NCCL
+     * (the call fails with WEFT_ERR_UNSUPPORTED); for host buffers: the model */
+    sc.forced = WEFT_ALGO_NCCL;
+    sc.nccl = NULL;
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, big, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_DEVICE, &ex), WEFT_ALGO_NCCL);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_COMM);
+    ck_assert_int_ne(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, big, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_HOST, &ex), WEFT_ALGO_NCCL);
+    ck_assert_int_eq(ex.replaced, WEFT_ALGO_NCCL);
+    sc.forced = WEFT_ALGO_AUTO;
+    sc.nccl = &fake_nccl;
+    /* the device rule: NCCL from WEFT_NCCL_MIN_BYTES on, device buffers only */
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, big, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_DEVICE, &ex), WEFT_ALGO_NCCL);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_DEVICE);
+    ck_assert_str_eq(weft__select_source_name(ex.source), "device");
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, small, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_DEVICE, &ex), ex.model);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_MODEL);
+    ck_assert_int_ne(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, big, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_HOST, NULL), WEFT_ALGO_NCCL);
+    /* not for an op NCCL cannot reduce, not on a comm without NCCL */
+    ck_assert_int_ne(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, big, WEFT_INT32, WEFT_BXOR,
+                                          WEFT__MEM_DEVICE, NULL), WEFT_ALGO_NCCL);
+    sc.nccl = NULL;
+    ck_assert_int_ne(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, big, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_DEVICE, NULL), WEFT_ALGO_NCCL);
+    sc.nccl = &fake_nccl;
+    /* something forced: no device rule; NCCL forced: NCCL at any size */
+    sc.forced = WEFT_ALGO_RING;
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, big, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_DEVICE, &ex), WEFT_ALGO_RING);
+    sc.forced = WEFT_ALGO_NCCL;
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 4, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_DEVICE, &ex), WEFT_ALGO_NCCL);
+    ck_assert_int_eq(ex.source, WEFT__SELECT_COMM);
+    ck_assert_int_eq(ex.replaced, WEFT_ALGO_AUTO);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("select");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, table_rows_agree);
+    tcase_add_test(tc, explain_cost_model);
+    tcase_add_test(tc, explain_forced_env_rule);
+    tcase_add_test(tc, explain_device_rule);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
