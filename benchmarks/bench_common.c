@@ -1140,12 +1140,18 @@ int bench_run_osu(bench_ctx_t *b, const bench_opts_t *o, size_t bytes, const ben
          * the inputs are written and the outputs cleared first, and the
          * result checked after (none of it timed). A failure does not stop
          * the loop: the other ranks are in it too. */
+        /* The test of -c itself (benchmarks/check_osu_output.py): with
+         * BENCH_OSU_SKIP_CALL=N in the environment of every rank, no rank makes
+         * iteration N's call, whose check must then fail. */
+        const char *skip_env = check ? getenv("BENCH_OSU_SKIP_CALL") : NULL;
+        long skip_it = -1;
+        if (skip_env && bench_parse_long(skip_env, 0, &skip_it) != 0) skip_it = -1;
         for (long it = 0; it < iters; it++) {
             if (check && chk->prepare && chk->prepare(chk->ud, it) != 0) failed = 1;
             if (it == 0 || check) BENCH_MPI(b, MPI_Barrier(b->ctl));
             if (v->timed_s) *v->timed_s = 0;
             double t0 = MPI_Wtime();
-            if (v->run(v->ud, 1, 0) != 0) failed = 1;
+            if (it != skip_it && v->run(v->ud, 1, 0) != 0) failed = 1;
             sum += v->timed_s ? *v->timed_s : MPI_Wtime() - t0;
             BENCH_MPI(b, MPI_Barrier(b->ctl));
             if (check && chk->check) {
