@@ -5,10 +5,12 @@ parser would trip on; also checks the algbw/busbw columns of the CSV.
 
   check_osu_output.py MPIEXEC PROGRAM KIND
       KIND: allreduce | bcast | alltoall | reduce_scatter | allgather | p2p
+            | overlap (PROGRAM mpi_overlap: OSU's non-blocking tables)
 
 The parser knows only OMB's format (c/util/osu_util*.c of OMB 7): a table is
 a title line "# OSU MPI <Name> Test v7.<n>", other '#' comment lines, the
-column line starting "# Size" (or "# Avg Latency(us)" for the barrier) whose
+column line starting "# Size" (or "# Avg Latency(us)", "# Overall(us)" for the
+barriers, whose rows have no size) whose
 names are right-aligned in 20-character fields after a 10-character size
 field ("Iterations" in 12), then data lines of whitespace-separated numbers,
 as many as there are columns, the validation column "Pass" or "Fail".
@@ -47,6 +49,9 @@ def header_fields(line):
     if line.startswith("# Size"):
         fields.append(line[:10].strip())
         pos = 10
+    else:  # no size column (barriers): the first name, "# Avg Latency(us)" or "# Overall(us)"
+        pos = line.index(")") + 1
+        fields.append(line[:pos])
     while pos < len(line):
         width = 12 if line[pos:pos + 12].strip() == "Iterations" else 20
         fields.append(line[pos:pos + width].strip())
@@ -69,7 +74,7 @@ def parse_tables(text):
             return tables
         t = tables[-1]
         if line.startswith("#"):
-            if line.startswith("# Size") or line.startswith("# Avg Latency(us)"):
+            if line.startswith(("# Size", "# Avg Latency(us)", "# Overall(us)")):
                 cols = header_fields(line)
                 check(cols == re.split(r"\s{2,}", line.strip()),
                       "column line not in OMB's fixed widths: %r" % line)
@@ -102,8 +107,8 @@ def parse_tables(text):
     return tables
 
 
-def run(mpiexec, program, args, csv_path=None, skip_call=None):
-    cmd = [mpiexec, "-n", str(RANKS), program] + args + ["--quiet"]
+def run(mpiexec, program, args, csv_path=None, skip_call=None, quiet=True):
+    cmd = [mpiexec, "-n", str(RANKS), program] + args + (["--quiet"] if quiet else [])
     if csv_path:
         cmd += ["--csv", csv_path]
     env = dict(os.environ)
@@ -224,6 +229,34 @@ def check_p2p(mpiexec, program, tmp):
         check(len(tables[0]["rows"]) == 3, "rows %d" % len(tables[0]["rows"]))
 
 
+def check_overlap(mpiexec, program):
+    """mpi_overlap --osu: OSU's osu_ialltoall and osu_ibarrier tables."""
+    base = ["--osu", "--compute", "device", "--entry", "mpi", "-m", "4K:8K", "-i", "3", "-x", "1"]
+    want = {False: ["# Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)"],
+            True: ["# Size", "Overall(us)", "Compute(us)", "Coll. Init(us)", "MPI_Test(us)",
+                   "MPI_Wait(us)", "Pure Comm.(us)", "Min Comm.(us)", "Max Comm.(us)", "Overlap(%)"]}
+    for full in (False, True):
+        out = run(mpiexec, program, base + ["--ops", "ialltoall,ibarrier"] + (["-f"] if full else []),
+                  quiet=False)  # mpi_overlap prints no progress lines
+        tables = parse_tables(out)
+        if not check(len(tables) == 2, "mpi_overlap --osu: %d tables, want 2" % len(tables)):
+            continue
+        for t, name, sized in zip(tables, ["Non-blocking All-to-All Latency", "Non-blocking Barrier Latency"],
+                                  [True, False]):
+            check(t["name"] == name, "title %r, want %r" % (t["name"], name))
+            check("# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait" in t["comments"],
+                  "no '# Overall = ...' line")
+            cols = want[full] if sized else ["# Overall(us)"] + want[full][2:]
+            check(t["columns"] == cols, "columns %r, want %r" % (t["columns"], cols))
+            check(len(t["rows"]) == (2 if sized else 1), "%s: %d rows" % (name, len(t["rows"])))
+            for r in t["rows"]:
+                check(0 <= r["Overlap(%)"] <= 100, "overlap %r" % r["Overlap(%)"])
+                if full:
+                    check(r["MPI_Test(us)"] == 0, "MPI_Test(us) %r" % r["MPI_Test(us)"])
+                    check(r["Min Comm.(us)"] - 0.01 <= r["Pure Comm.(us)"] <= r["Max Comm.(us)"] + 0.01,
+                          "pure %r outside min/max" % r["Pure Comm.(us)"])
+
+
 def selftest():
     """The parser must reject what an OMB parser would not read."""
     good = ("\n# OSU MPI Allreduce Latency Test v7.4\n# Datatype: MPI_FLOAT.\n"
@@ -253,6 +286,8 @@ def main(argv):
     with tempfile.TemporaryDirectory() as tmp:
         if kind == "p2p":
             check_p2p(mpiexec, program, tmp)
+        elif kind == "overlap":
+            check_overlap(mpiexec, program)
         elif kind in OSU_TITLES:
             check_coll(mpiexec, program, kind, tmp)
         else:
