@@ -414,7 +414,7 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
      * answers BENCH_OPT_NEEDS_VALUE (an option with a value), BENCH_OPT_OK (a
      * flag, taken there and then) or BENCH_OPT_UNKNOWN (left for getopt_long
      * to report). */
-    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_OSU, OPT_EXTRA, OPT_SHORT };
+    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_OSU, OPT_EXTRA };
     static const struct option shared[] = {
         {"rounds", required_argument, NULL, 'r'}, {"csv", required_argument, NULL, OPT_CSV},
         {"budget", required_argument, NULL, OPT_BUDGET}, {"quiet", no_argument, NULL, OPT_QUIET},
