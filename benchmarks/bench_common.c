@@ -1249,6 +1249,44 @@ void bench_osu_p2p_row(const bench_ctx_t *b, const bench_opts_t *o, size_t bytes
     fflush(stdout);
 }
 
+void bench_osu_nbc_preamble(const bench_ctx_t *b)
+{
+    if (b->rank != 0) return;
+    printf("# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n");
+    fflush(stdout);
+}
+
+void bench_osu_nbc_header(const bench_ctx_t *b, const bench_opts_t *o)
+{
+    if (b->rank != 0) return;
+    printf("%-*s%*s", OSU_SIZE, "# Size", OSU_FIELD, "Overall(us)");
+    if (o->full)
+        printf("%*s%*s%*s%*s%*s%*s%*s%*s", OSU_FIELD, "Compute(us)", OSU_FIELD, "Coll. Init(us)",
+               OSU_FIELD, "MPI_Test(us)", OSU_FIELD, "MPI_Wait(us)", OSU_FIELD, "Pure Comm.(us)",
+               OSU_FIELD, "Min Comm.(us)", OSU_FIELD, "Max Comm.(us)", OSU_FIELD, "Overlap(%)");
+    else
+        printf("%*s%*s%*s", OSU_FIELD, "Compute(us)", OSU_FIELD, "Pure Comm.(us)", OSU_FIELD,
+               "Overlap(%)");
+    if (o->validate) printf("%*s", OSU_FIELD, "Validation");
+    printf("\n");
+    fflush(stdout);
+}
+
+void bench_osu_nbc_row(const bench_ctx_t *b, const bench_opts_t *o, size_t bytes,
+                       const double us[9], long errors)
+{
+    if (b->rank != 0) return;
+    printf("%-*zu%*.*f", OSU_SIZE, bytes, OSU_FIELD, OSU_PREC, us[0]);
+    if (o->full)
+        for (int k = 1; k < 9; k++) printf("%*.*f", OSU_FIELD, OSU_PREC, us[k]);
+    else
+        printf("%*.*f%*.*f%*.*f", OSU_FIELD, OSU_PREC, us[1], OSU_FIELD, OSU_PREC, us[5], OSU_FIELD,
+               OSU_PREC, us[8]);
+    if (o->validate) printf("%*s", OSU_FIELD, errors > 0 ? "Fail" : "Pass");
+    printf("\n");
+    fflush(stdout);
+}
+
 void bench_osu_validation_failed(const bench_ctx_t *b, size_t bytes)
 {
     if (b->rank != 0) return;

@@ -406,6 +406,19 @@ void bench_osu_lat_row(const bench_ctx_t *b, const bench_opts_t *o, int show_siz
 void bench_osu_p2p_header(const bench_ctx_t *b, const bench_opts_t *o, const char *metric);
 void bench_osu_p2p_row(const bench_ctx_t *b, const bench_opts_t *o, size_t bytes, double value,
                        long errors);
+/** OSU's non-blocking collective tests (osu_iallreduce, ...): after the
+ * preamble, the line "# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait"
+ * and a blank line (rank 0). */
+void bench_osu_nbc_preamble(const bench_ctx_t *b);
+/** Their column line: "# Size  Overall(us) Compute(us) Pure Comm.(us)
+ * Overlap(%)"; with -f "Compute(us) Coll. Init(us) MPI_Test(us) MPI_Wait(us)
+ * Pure Comm.(us) Min Comm.(us) Max Comm.(us) Overlap(%)"; + "Validation"
+ * with -c (rank 0). */
+void bench_osu_nbc_header(const bench_ctx_t *b, const bench_opts_t *o);
+/** One row of them (rank 0): us[] = overall, compute, init, test, wait,
+ * pure, pure's min and max over ranks, overlap (%). */
+void bench_osu_nbc_row(const bench_ctx_t *b, const bench_opts_t *o, size_t bytes,
+                       const double us[9], long errors);
 /** OSU's ending of a failed validation: a line on stdout (rank 0). */
 void bench_osu_validation_failed(const bench_ctx_t *b, size_t bytes);
 

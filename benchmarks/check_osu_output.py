@@ -5,7 +5,8 @@ parser would trip on; also checks the algbw/busbw columns of the CSV.
 
   check_osu_output.py MPIEXEC PROGRAM KIND
       KIND: allreduce | bcast | alltoall | reduce_scatter | allgather | p2p
-            | overlap (PROGRAM mpi_overlap: OSU's non-blocking tables)
+            | iallreduce (weft_osu_iallreduce) | overlap (mpi_overlap: OSU's
+            non-blocking tables)
 
 The parser knows only OMB's format (c/util/osu_util*.c of OMB 7): a table is
 a title line "# OSU MPI <Name> Test v7.<n>", other '#' comment lines, the
@@ -230,12 +231,37 @@ def check_p2p(mpiexec, program, tmp):
         check(len(tables[0]["rows"]) == 3, "rows %d" % len(tables[0]["rows"]))
 
 
+NBC = ["# Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)"]
+NBC_FULL = ["# Size", "Overall(us)", "Compute(us)", "Coll. Init(us)", "MPI_Test(us)", "MPI_Wait(us)",
+            "Pure Comm.(us)", "Min Comm.(us)", "Max Comm.(us)", "Overlap(%)"]
+
+
+def check_iallreduce(mpiexec, program):
+    """weft_osu_iallreduce --osu: osu_iallreduce's table, -f and -c."""
+    for full in (False, True):
+        args = ["--osu", "-m", "8:64", "-i", str(ITERS), "-x", "2"] + (["-f", "-c"] if full else [])
+        tables = parse_tables(run(mpiexec, program, args))
+        if not check(len(tables) == 1, "iallreduce --osu: %d tables" % len(tables)):
+            continue
+        t = tables[0]
+        check(t["name"] == "Non-blocking Allreduce Latency", "title %r" % t["name"])
+        check("# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait" in t["comments"], "no '# Overall' line")
+        cols = NBC_FULL + ["Validation"] if full else NBC
+        check(t["columns"] == cols, "columns %r, want %r" % (t["columns"], cols))
+        check([r["# Size"] for r in t["rows"]] == sizes(8, 64), "sizes %r" % [r["# Size"] for r in t["rows"]])
+        for r in t["rows"]:
+            check(0 <= r["Overlap(%)"] <= 100, "overlap %r" % r["Overlap(%)"])
+            if full:
+                check(r["Validation"] == "Pass", "validation %r" % r["Validation"])
+                check(r["Min Comm.(us)"] - 0.01 <= r["Pure Comm.(us)"] <= r["Max Comm.(us)"] + 0.01,
+                      "pure %r outside min/max" % r["Pure Comm.(us)"])
+    check_fails(mpiexec, program, ["--osu", "-c", "-m", "8:64", "-i", str(ITERS), "-x", "2"], "iallreduce")
+
+
 def check_overlap(mpiexec, program):
     """mpi_overlap --osu: OSU's osu_ialltoall and osu_ibarrier tables."""
     base = ["--osu", "--compute", "device", "--entry", "mpi", "-m", "4K:8K", "-i", "3", "-x", "1"]
-    want = {False: ["# Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)"],
-            True: ["# Size", "Overall(us)", "Compute(us)", "Coll. Init(us)", "MPI_Test(us)",
-                   "MPI_Wait(us)", "Pure Comm.(us)", "Min Comm.(us)", "Max Comm.(us)", "Overlap(%)"]}
+    want = {False: NBC, True: NBC_FULL}
     for full in (False, True):
         out = run(mpiexec, program, base + ["--ops", "ialltoall,ibarrier"] + (["-f"] if full else []),
                   quiet=False)  # mpi_overlap prints no progress lines
@@ -289,6 +315,8 @@ def main(argv):
             check_p2p(mpiexec, program, tmp)
         elif kind == "overlap":
             check_overlap(mpiexec, program)
+        elif kind == "iallreduce":
+            check_iallreduce(mpiexec, program)
         elif kind in OSU_TITLES:
             check_coll(mpiexec, program, kind, tmp)
         else:
