@@ -162,6 +162,8 @@ static const struct {
     {"char", WEFT_INT8},       {"uint8", WEFT_UINT8},     {"int64", WEFT_INT64},
     {"long", WEFT_INT64},      {"uint64", WEFT_UINT64},   {"float16", WEFT_FLOAT16},
     {"half", WEFT_FLOAT16},    {"bfloat16", WEFT_BFLOAT16}, {"bf16", WEFT_BFLOAT16},
+    /* OSU OMB 7's -T names */
+    {"mpi_char", WEFT_INT8},   {"mpi_int", WEFT_INT32},   {"mpi_float", WEFT_FLOAT32},
 };
 
 int bench_parse_dtype(const char *name, weft_datatype_t *dt)
@@ -254,11 +256,19 @@ void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
         "  --csv FILE           also write the figures as CSV to FILE\n"
         "  --quiet              no progress lines on stderr\n"
         "  -h, --help           this text\n"
-        "  -V, --version        version and build options\n"
-        "%s",
+        "  -V, -v, --version    version and build options\n"
+        "%s%s"
+        "OSU's spellings are taken too: --message-size (also MIN: and :MAX), --iterations,\n"
+        "--warmup, --type (mpi_char, mpi_int, mpi_float).\n",
         spec->prog, spec->what ? spec->what : "", spec->what ? "\n" : "",
         spec->min_bytes ? spec->min_bytes : BENCH_DEFAULT_MIN,
         spec->max_bytes ? spec->max_bytes : BENCH_DEFAULT_MAX, BENCH_MAX_ROUNDS,
+        spec->osu ? "  --osu[=weft|mpi]     OSU OMB 7's output and method instead of the comparison:\n"
+                    "                       Weft's call (or MPI's, =mpi) timed alone, each iteration\n"
+                    "                       between barriers, averaged over ranks as OSU does\n"
+                    "  -f, --full           (--osu) also min/max over ranks and iterations\n"
+                    "  -c, --validation     (--osu) check every iteration's result: Pass/Fail\n"
+                  : "",
         spec->extra_usage ? spec->extra_usage : "");
 }
 
@@ -285,8 +295,24 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
     switch (opt) {
     case 'm': {
         size_t lo = o->min_bytes, hi = o->max_bytes;
-        if (weft_cli_parse_range(val, &lo, &hi) != 0)
-            return usage_error(b, spec, "bad -m '%s' (MIN:MAX or MAX in bytes, suffix K, M, G)", val);
+        size_t len = strlen(val);
+        int bad;
+        if (len > 1 && val[len - 1] == ':') { /* OSU's "MIN:": the maximum stays */
+            char buf[64];
+            bad = len >= sizeof buf;
+            if (!bad) {
+                memcpy(buf, val, len - 1);
+                buf[len - 1] = '\0';
+                bad = weft_cli_parse_size(buf, &lo) != 0;
+            }
+        } else if (val[0] == ':') { /* OSU's ":MAX": the minimum stays */
+            bad = weft_cli_parse_size(val + 1, &hi) != 0;
+        } else {
+            bad = weft_cli_parse_range(val, &lo, &hi) != 0;
+        }
+        if (bad || lo > hi)
+            return usage_error(b, spec, "bad -m '%s' (MIN:MAX, MAX, MIN: or :MAX in bytes, suffix "
+                                        "K, M, G)", val);
         if (lo == 0) return usage_error(b, spec, "-m: the smallest size must be at least 1 byte");
         if (hi > BENCH_MAX_BYTES)
             return usage_error(b, spec, "-m: MAX %zu is above the limit of %zu bytes", hi,
@@ -388,11 +414,16 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
      * answers BENCH_OPT_NEEDS_VALUE (an option with a value), BENCH_OPT_OK (a
      * flag, taken there and then) or BENCH_OPT_UNKNOWN (left for getopt_long
      * to report). */
-    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_EXTRA };
+    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_OSU, OPT_EXTRA };
     static const struct option shared[] = {
         {"rounds", required_argument, NULL, 'r'}, {"csv", required_argument, NULL, OPT_CSV},
         {"budget", required_argument, NULL, OPT_BUDGET}, {"quiet", no_argument, NULL, OPT_QUIET},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {"osu", optional_argument, NULL, OPT_OSU}, {"full", no_argument, NULL, 'f'},
+        {"validation", no_argument, NULL, 'c'},
+        /* OSU OMB 7's long spellings of the short options */
+        {"message-size", required_argument, NULL, 'm'}, {"iterations", required_argument, NULL, 'i'},
+        {"warmup", required_argument, NULL, 'x'}, {"type", required_argument, NULL, 'T'},
     };
     const int nshared = (int)(sizeof shared / sizeof shared[0]);
     struct option *longopts = calloc((size_t)nshared + (size_t)argc + 1, sizeof *longopts);
@@ -435,10 +466,39 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
         }
     }
 
+    /* The short options: the shared ones (-v is OSU's --version), then the
+     * program's one-letter spellings of its own long options, which take a
+     * value. */
+    char optstring[96] = ":m:i:x:r:T:a:hVvfc";
+    for (const bench_short_t *sh = spec->shorts; sh && sh->opt; sh++) {
+        size_t used = strlen(optstring);
+        if (strchr(optstring, sh->opt) != NULL || used + 3 > sizeof optstring) {
+            bench_error(b, "%s: short option -%c defined twice (or too many)", spec->prog, sh->opt);
+            rc = BENCH_PARSE_USAGE;
+            goto out;
+        }
+        optstring[used] = sh->opt;
+        optstring[used + 1] = ':';
+        optstring[used + 2] = '\0';
+    }
     optind = 0; /* a full reset of glibc's getopt */
     opterr = 0;
     int opt, idx = -1;
-    while ((opt = getopt_long(argc, argv, ":m:i:x:r:T:a:hV", longopts, &idx)) != -1) {
+    while ((opt = getopt_long(argc, argv, optstring, longopts, &idx)) != -1) {
+        const bench_short_t *sh = NULL;
+        for (const bench_short_t *k = spec->shorts; k && k->opt && opt < 256; k++)
+            if (k->opt == opt) sh = k;
+        if (sh != NULL) {
+            int r = spec->extra ? spec->extra(spec->extra_ud, sh->name, optarg) : BENCH_OPT_UNKNOWN;
+            if (r != BENCH_OPT_OK) {
+                char hint[1024];
+                usage_entry(spec->extra_usage, sh->name, hint, sizeof hint);
+                rc = usage_error(b, spec, "bad value '%s' for -%c%s%s", optarg, sh->opt,
+                                 hint[0] ? ", which takes:\n" : "", hint);
+                goto out;
+            }
+            continue;
+        }
         switch (opt) {
         case 'h':
             bench_usage(b, spec, stdout);
@@ -446,6 +506,7 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
             rc = BENCH_PARSE_HELP;
             goto out;
         case 'V':
+        case 'v':
             if (b->rank == 0) weft_cli_version(stdout, spec->prog);
             rc = BENCH_PARSE_HELP;
             goto out;
@@ -473,6 +534,22 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
             o->quiet = 1;
             b->quiet = 1;
             break;
+        case OPT_OSU:
+            if (optarg == NULL || strcmp(optarg, "weft") == 0) {
+                o->osu = BENCH_OSU_WEFT;
+            } else if (strcmp(optarg, "mpi") == 0) {
+                o->osu = BENCH_OSU_MPI;
+            } else {
+                rc = usage_error(b, spec, "bad --osu '%s' (--osu, --osu=weft or --osu=mpi)", optarg);
+                goto out;
+            }
+            break;
+        case 'f':
+            o->full = 1;
+            break;
+        case 'c':
+            o->validate = 1;
+            break;
         case OPT_EXTRA: {
             const struct option *lo = &longopts[idx];
             if (lo->has_arg == no_argument) break; /* a flag: taken by the probe */
@@ -495,6 +572,15 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
     }
     if (optind < argc) {
         rc = usage_error(b, spec, "unexpected argument '%s'", argv[optind]);
+        goto out;
+    }
+    if (o->osu && !spec->osu) {
+        rc = usage_error(b, spec, "--osu: %s has no OSU mode", spec->prog);
+        goto out;
+    }
+    if ((o->full || o->validate) && !o->osu) {
+        rc = usage_error(b, spec, "%s goes with --osu (OSU's full listing and validation)",
+                         o->full ? "-f/--full" : "-c/--validation");
         goto out;
     }
     if (weft_datatype_size(o->dtype) == 0) {
@@ -696,28 +782,92 @@ static uint16_t float_to_half_bits(float f)
     return (uint16_t)(sign | ((uint32_t)exp << 10) | (mant >> 13));
 }
 
-void bench_fill(void *buf, size_t count, weft_datatype_t dt, int rank)
+static float half_bits_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+    union { uint32_t u; float f; } x;
+    if (exp == 0) { /* zero or subnormal: mant * 2^-24 */
+        float v = (float)mant * (1.0f / 16777216.0f);
+        return sign ? -v : v;
+    }
+    if (exp == 31) x.u = sign | 0x7f800000u | (mant << 13);
+    else x.u = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    return x.f;
+}
+
+/* The pattern behind every benchmark buffer: -8..8, by index and seed. */
+static int fill_pattern(size_t i, unsigned seed)
+{
+    return (int)((i * 7u + (size_t)seed * 3u) % 17u) - 8;
+}
+
+double bench_value(size_t i, unsigned seed, weft_datatype_t dt)
+{
+    int v = fill_pattern(i, seed);
+    switch (dt) {
+    case WEFT_INT8: return (double)(v / 4);
+    case WEFT_UINT8: return (double)((v + 8) / 8);
+    case WEFT_INT32: case WEFT_INT64: return (double)v;
+    case WEFT_UINT32: case WEFT_UINT64: return (double)(v + 8);
+    default: return (double)v * 0.25; /* float32/64, float16, bfloat16: exact */
+    }
+}
+
+void bench_fill_seed(void *buf, size_t count, weft_datatype_t dt, unsigned seed)
 {
     for (size_t i = 0; i < count; i++) {
-        int v = (int)((i * 7u + (size_t)rank * 3u) % 17u) - 8; /* -8..8 */
+        double d = bench_value(i, seed, dt);
         switch (dt) {
-        case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)(v / 4); break;
-        case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)((v + 8) / 8); break;
-        case WEFT_INT32: ((int32_t *)buf)[i] = v; break;
-        case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)(v + 8); break;
-        case WEFT_INT64: ((int64_t *)buf)[i] = v; break;
-        case WEFT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)(v + 8); break;
-        case WEFT_FLOAT32: ((float *)buf)[i] = (float)v * 0.25f; break;
-        case WEFT_FLOAT64: ((double *)buf)[i] = (double)v * 0.25; break;
-        case WEFT_FLOAT16: ((uint16_t *)buf)[i] = float_to_half_bits((float)v * 0.25f); break;
+        case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)d; break;
+        case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)d; break;
+        case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)d; break;
+        case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)d; break;
+        case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)d; break;
+        case WEFT_UINT64: ((uint64_t *)buf)[i] = (uint64_t)d; break;
+        case WEFT_FLOAT32: ((float *)buf)[i] = (float)d; break;
+        case WEFT_FLOAT64: ((double *)buf)[i] = d; break;
+        case WEFT_FLOAT16: ((uint16_t *)buf)[i] = float_to_half_bits((float)d); break;
         case WEFT_BFLOAT16: {
-            union { float f; uint32_t u; } x = {(float)v * 0.25f};
+            union { float f; uint32_t u; } x = {(float)d};
             ((uint16_t *)buf)[i] = (uint16_t)(x.u >> 16); /* exact: few mantissa bits */
             break;
         }
         default: return;
         }
     }
+}
+
+void bench_fill(void *buf, size_t count, weft_datatype_t dt, int rank)
+{
+    bench_fill_seed(buf, count, dt, (unsigned)rank);
+}
+
+double bench_get(const void *buf, size_t i, weft_datatype_t dt)
+{
+    switch (dt) {
+    case WEFT_INT8: return ((const int8_t *)buf)[i];
+    case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+    case WEFT_INT32: return ((const int32_t *)buf)[i];
+    case WEFT_UINT32: return ((const uint32_t *)buf)[i];
+    case WEFT_INT64: return (double)((const int64_t *)buf)[i];
+    case WEFT_UINT64: return (double)((const uint64_t *)buf)[i];
+    case WEFT_FLOAT32: return ((const float *)buf)[i];
+    case WEFT_FLOAT64: return ((const double *)buf)[i];
+    case WEFT_FLOAT16: return half_bits_to_float(((const uint16_t *)buf)[i]);
+    case WEFT_BFLOAT16: {
+        union { uint32_t u; float f; } x = {(uint32_t)((const uint16_t *)buf)[i] << 16};
+        return x.f;
+    }
+    default: return NAN;
+    }
+}
+
+unsigned bench_seed(int rank, long iter)
+{
+    /* The pattern repeats with the seed modulo 17: consecutive iterations
+     * differ by 5 (mod 17), ranks by their difference. */
+    return (unsigned)rank + 5u * (unsigned)((iter + 1) % 1000003L);
 }
 
 /* ---- timing -------------------------------------------------------------------------- */
@@ -940,6 +1090,226 @@ int bench_run_interleaved(bench_ctx_t *b, const bench_timing_t *tm, const bench_
     }
     free(t);
     return 0;
+}
+
+/* ---- OSU OMB 7 mode ------------------------------------------------------------------- */
+/* OSU's column widths (its FIELD_WIDTH and FLOAT_PRECISION), its size column
+ * and iterations column. */
+#define OSU_FIELD 20
+#define OSU_PREC 2
+#define OSU_SIZE 10
+#define OSU_ITERS 12
+
+int bench_run_osu(bench_ctx_t *b, const bench_opts_t *o, size_t bytes, const bench_variant_t *v,
+                  const bench_osu_check_t *chk, int block, bench_osu_result_t *res)
+{
+    bench_timing_t tm = bench_timing_for(o, bytes);
+    int failed = 0;
+    /* Warm-up (OSU's skipped iterations); it also estimates the cost of one
+     * iteration, which caps the count by --budget when -i is not given. */
+    long w = tm.warmup;
+    if (w == 0 && tm.budget_s > 0) w = 1;
+    double est = 0;
+    if (w > 0) {
+        BENCH_MPI(b, MPI_Barrier(b->ctl));
+        if (v->timed_s) *v->timed_s = 0;
+        double t0 = MPI_Wtime();
+        if (v->run(v->ud, w, -1) != 0) failed = 1;
+        est = (v->timed_s ? *v->timed_s : MPI_Wtime() - t0) / (double)w;
+    }
+    double agree[2] = {est, failed};
+    if (bench_max_over_ranks(b, agree, 2) != 0) return 1;
+    if (agree[1] != 0) return 1;
+    long iters = tm.iters > 0 ? tm.iters : 1;
+    if (tm.budget_s > 0 && agree[0] > 0 && agree[0] * (double)iters > tm.budget_s) {
+        long cap = (long)(tm.budget_s / agree[0]);
+        iters = cap < 1 ? 1 : cap;
+    }
+
+    double sum = 0; /* seconds in the timed parts, this rank */
+    long errors = 0;
+    const int check = o->validate && chk != NULL;
+    if (block && !check) {
+        BENCH_MPI(b, MPI_Barrier(b->ctl));
+        if (v->timed_s) *v->timed_s = 0;
+        double t0 = MPI_Wtime();
+        if (v->run(v->ud, iters, 0) != 0) failed = 1;
+        sum = v->timed_s ? *v->timed_s : MPI_Wtime() - t0;
+    } else {
+        /* OSU's collective loop: barrier, time the call, barrier; with -c
+         * the inputs are written and the outputs cleared first, and the
+         * result checked after (none of it timed). A failure does not stop
+         * the loop: the other ranks are in it too. */
+        /* The test of -c itself (benchmarks/check_osu_output.py): with
+         * BENCH_OSU_SKIP_CALL=N in the environment of every rank, no rank makes
+         * iteration N's call, whose check must then fail. */
+        const char *skip_env = check ? getenv("BENCH_OSU_SKIP_CALL") : NULL;
+        long skip_it = -1;
+        if (skip_env && bench_parse_long(skip_env, 0, &skip_it) != 0) skip_it = -1;
+        for (long it = 0; it < iters; it++) {
+            if (check && chk->prepare && chk->prepare(chk->ud, it) != 0) failed = 1;
+            if (it == 0 || check) BENCH_MPI(b, MPI_Barrier(b->ctl));
+            if (v->timed_s) *v->timed_s = 0;
+            double t0 = MPI_Wtime();
+            if (it != skip_it && v->run(v->ud, 1, 0) != 0) failed = 1;
+            sum += v->timed_s ? *v->timed_s : MPI_Wtime() - t0;
+            BENCH_MPI(b, MPI_Barrier(b->ctl));
+            if (check && chk->check) {
+                long e = chk->check(chk->ud, it);
+                if (e < 0) failed = 1;
+                else errors += e;
+            }
+        }
+    }
+    /* OSU: each rank's mean per iteration; the average over ranks is the
+     * sum over ranks divided by their number, beside the minimum and the
+     * maximum over ranks. */
+    double mean = sum * 1e6 / (double)iters, total = 0, lo = 0, hi = 0, r0 = mean;
+    long counts[2] = {errors, failed}, all[2] = {0, 0};
+    BENCH_MPI(b, MPI_Allreduce(&mean, &total, 1, MPI_DOUBLE, MPI_SUM, b->ctl));
+    BENCH_MPI(b, MPI_Allreduce(&mean, &lo, 1, MPI_DOUBLE, MPI_MIN, b->ctl));
+    BENCH_MPI(b, MPI_Allreduce(&mean, &hi, 1, MPI_DOUBLE, MPI_MAX, b->ctl));
+    BENCH_MPI(b, MPI_Allreduce(counts, all, 2, MPI_LONG, MPI_SUM, b->ctl));
+    BENCH_MPI(b, MPI_Bcast(&r0, 1, MPI_DOUBLE, 0, b->ctl));
+    if (all[1] != 0) return 1;
+    res->avg_us = total / (double)b->size;
+    res->min_us = lo;
+    res->max_us = hi;
+    res->rank0_us = r0;
+    res->iters = iters;
+    res->errors = all[0];
+    return 0;
+}
+
+void bench_osu_preamble(const bench_ctx_t *b, const bench_opts_t *o, const char *title)
+{
+    if (b->rank != 0) return;
+    printf("\n# %s v%s\n", title, BENCH_OSU_VERSION);
+    printf("# Weft %s: %s timing %s, %d ranks, in OSU OMB %s's layout and method\n",
+           weft_version_string(), b->prog ? b->prog : "?",
+           o->osu == BENCH_OSU_MPI ? "MPI's call (--osu=mpi)" : "Weft's call", b->size,
+           BENCH_OSU_VERSION);
+    fflush(stdout);
+}
+
+void bench_osu_datatype(const bench_ctx_t *b, MPI_Datatype mdt, weft_datatype_t dt)
+{
+    if (b->rank != 0) return;
+    char name[MPI_MAX_OBJECT_NAME] = "";
+    int len = 0;
+    if (mdt == MPI_DATATYPE_NULL || MPI_Type_get_name(mdt, name, &len) != MPI_SUCCESS || len == 0)
+        snprintf(name, sizeof name, "%s", weft_datatype_name(dt) ? weft_datatype_name(dt) : "?");
+    printf("# Datatype: %s.\n", name);
+    fflush(stdout);
+}
+
+void bench_osu_lat_header(const bench_ctx_t *b, const bench_opts_t *o, int show_size)
+{
+    if (b->rank != 0) return;
+    if (show_size) printf("%-*s%*s", OSU_SIZE, "# Size", OSU_FIELD, "Avg Latency(us)");
+    else printf("# Avg Latency(us)");
+    if (o->full)
+        printf("%*s%*s%*s", OSU_FIELD, "Min Latency(us)", OSU_FIELD, "Max Latency(us)", OSU_ITERS,
+               "Iterations");
+    if (o->validate) printf("%*s", OSU_FIELD, "Validation");
+    printf("\n");
+    fflush(stdout);
+}
+
+void bench_osu_lat_row(const bench_ctx_t *b, const bench_opts_t *o, int show_size, size_t bytes,
+                       const bench_osu_result_t *r)
+{
+    if (b->rank != 0) return;
+    if (show_size) printf("%-*zu%*.*f", OSU_SIZE, bytes, OSU_FIELD, OSU_PREC, r->avg_us);
+    else printf("%*.*f", 17, OSU_PREC, r->avg_us);
+    if (o->full)
+        printf("%*.*f%*.*f%*ld", OSU_FIELD, OSU_PREC, r->min_us, OSU_FIELD, OSU_PREC, r->max_us,
+               OSU_ITERS, r->iters);
+    if (o->validate) printf("%*s", OSU_FIELD, r->errors > 0 ? "Fail" : "Pass");
+    printf("\n");
+    fflush(stdout);
+}
+
+void bench_osu_p2p_header(const bench_ctx_t *b, const bench_opts_t *o, const char *metric)
+{
+    if (b->rank != 0) return;
+    printf("%-*s%*s", OSU_SIZE, "# Size", OSU_FIELD, metric);
+    if (o->validate) printf("%*s", OSU_FIELD, "Validation");
+    printf("\n");
+    fflush(stdout);
+}
+
+void bench_osu_p2p_row(const bench_ctx_t *b, const bench_opts_t *o, size_t bytes, double value,
+                       long errors)
+{
+    if (b->rank != 0) return;
+    printf("%-*zu%*.*f", OSU_SIZE, bytes, OSU_FIELD, OSU_PREC, value);
+    if (o->validate) printf("%*s", OSU_FIELD, errors > 0 ? "Fail" : "Pass");
+    printf("\n");
+    fflush(stdout);
+}
+
+void bench_osu_nbc_preamble(const bench_ctx_t *b)
+{
+    if (b->rank != 0) return;
+    printf("# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n");
+    fflush(stdout);
+}
+
+void bench_osu_nbc_header(const bench_ctx_t *b, const bench_opts_t *o)
+{
+    if (b->rank != 0) return;
+    printf("%-*s%*s", OSU_SIZE, "# Size", OSU_FIELD, "Overall(us)");
+    if (o->full)
+        printf("%*s%*s%*s%*s%*s%*s%*s%*s", OSU_FIELD, "Compute(us)", OSU_FIELD, "Coll. Init(us)",
+               OSU_FIELD, "MPI_Test(us)", OSU_FIELD, "MPI_Wait(us)", OSU_FIELD, "Pure Comm.(us)",
+               OSU_FIELD, "Min Comm.(us)", OSU_FIELD, "Max Comm.(us)", OSU_FIELD, "Overlap(%)");
+    else
+        printf("%*s%*s%*s", OSU_FIELD, "Compute(us)", OSU_FIELD, "Pure Comm.(us)", OSU_FIELD,
+               "Overlap(%)");
+    if (o->validate) printf("%*s", OSU_FIELD, "Validation");
+    printf("\n");
+    fflush(stdout);
+}
+
+void bench_osu_nbc_row(const bench_ctx_t *b, const bench_opts_t *o, size_t bytes,
+                       const double us[9], long errors)
+{
+    if (b->rank != 0) return;
+    printf("%-*zu%*.*f", OSU_SIZE, bytes, OSU_FIELD, OSU_PREC, us[0]);
+    if (o->full)
+        for (int k = 1; k < 9; k++) printf("%*.*f", OSU_FIELD, OSU_PREC, us[k]);
+    else
+        printf("%*.*f%*.*f%*.*f", OSU_FIELD, OSU_PREC, us[1], OSU_FIELD, OSU_PREC, us[5], OSU_FIELD,
+               OSU_PREC, us[8]);
+    if (o->validate) printf("%*s", OSU_FIELD, errors > 0 ? "Fail" : "Pass");
+    printf("\n");
+    fflush(stdout);
+}
+
+void bench_osu_validation_failed(const bench_ctx_t *b, size_t bytes)
+{
+    if (b->rank != 0) return;
+    printf("DATA VALIDATION ERROR: %s exited with status 1 on message size %zu.\n",
+           b->prog ? b->prog : "?", bytes);
+    fflush(stdout);
+}
+
+void bench_busbw(weft_coll_t coll, size_t total_bytes, int ranks, double us, double *algbw,
+                 double *busbw)
+{
+    double n = ranks > 0 ? (double)ranks : 1, factor;
+    switch (coll) {
+    case WEFT_COLL_ALLREDUCE: factor = 2.0 * (n - 1) / n; break;
+    case WEFT_COLL_REDUCE_SCATTER: case WEFT_COLL_ALLGATHER: case WEFT_COLL_ALLTOALL:
+    case WEFT_COLL_GATHER: case WEFT_COLL_SCATTER: factor = (n - 1) / n; break;
+    case WEFT_COLL_BCAST: case WEFT_COLL_REDUCE: factor = 1.0; break;
+    default: factor = NAN; break; /* the barrier moves no data */
+    }
+    /* bytes per microsecond = MB/s; / 1000 = GB/s (10^9 bytes), nccl-tests' unit */
+    double a = us > 0 && !isnan(factor) ? (double)total_bytes / us / 1e3 : NAN;
+    *algbw = a;
+    *busbw = a * factor;
 }
 
 /* ---- CSV ------------------------------------------------------------------------------ */

@@ -100,7 +100,13 @@ typedef struct bench_opts {
     int algo_given;              /* -a was on the command line */
     const char *csv_path;        /* --csv FILE, NULL if none */
     int quiet;                   /* --quiet: no progress lines on stderr */
+    int osu;                     /* --osu[=weft|mpi]: BENCH_OSU_OFF, _WEFT or _MPI */
+    int full;                    /* -f, --full: OSU's min/max/iterations columns (--osu) */
+    int validate;                /* -c, --validation: check every result (--osu) */
 } bench_opts_t;
+
+/* bench_opts_t.osu: which library --osu times in OSU OMB 7's layout. */
+enum { BENCH_OSU_OFF = 0, BENCH_OSU_WEFT = 1, BENCH_OSU_MPI = 2 };
 
 /**
  * A long option the shared parser does not know is offered to the caller:
@@ -122,6 +128,14 @@ typedef int (*bench_extra_fn)(void *ud, const char *name, const char *value);
 #define BENCH_DEFAULT_MIN 4
 #define BENCH_DEFAULT_MAX 16777216
 
+/* A one-letter spelling of one of the program's own long options that takes
+ * a value (OSU's -W for --window-size, -k for --root-rank): the parser hands
+ * "-W 8" to the program's callback as ("window-size", "8"). */
+typedef struct bench_short {
+    char opt;                 /* 0 ends the list */
+    const char *name;         /* the long option's name, without "--" */
+} bench_short_t;
+
 typedef struct bench_spec {
     const char *prog;         /* program name for messages */
     const char *what;         /* one line saying what it measures */
@@ -131,6 +145,9 @@ typedef struct bench_spec {
     size_t min_bytes, max_bytes; /* the program's default -m (0: BENCH_DEFAULT_MIN/MAX) */
     int bytes_only;              /* messages of bytes whatever -T says: sizes are not
                                   * rounded up to whole elements */
+    int osu;                     /* the program has an --osu mode (with -f and -c);
+                                  * elsewhere those options are usage errors */
+    const bench_short_t *shorts; /* one-letter spellings of its own options, or NULL */
 } bench_spec_t;
 
 /* bench_parse results. */
@@ -147,7 +164,10 @@ enum {
  *   -T TYPE    (float, double, int, int8, uint8, int32, uint32, int64,
  *               uint64, float16/half, bfloat16/bf16, float32, float64)
  *   -a ALGO    (a name of weft_algo_name, or "auto")
- *   --csv FILE   --quiet   -h | --help
+ *   --csv FILE   --quiet   -h | --help   -V | -v | --version
+ *   --osu[=weft|mpi]  -f | --full  -c | --validation   (programs with spec->osu)
+ * OSU OMB 7's spellings are taken too: --message-size, --iterations,
+ * --warmup, --type (also mpi_char, mpi_int, mpi_float), -m MIN: and -m :MAX.
  * Long options may be written --opt=VALUE or --opt VALUE. Every rank parses
  * the same argv, so every rank returns the same result; messages are printed
  * by rank 0. Not collective (no communication).
@@ -301,6 +321,119 @@ void bench_sleep(double seconds);
 double bench_busy(double seconds);
 /** Monotonic seconds (clock_gettime). */
 double bench_now(void);
+
+/* ---- data with known values (validation, -c) --------------------------------------- */
+/** The value bench_fill_seed puts at index i for `seed` in type dt, as a
+ * double (exact: small multiples of 1/4 or small integers). Any thread. */
+double bench_value(size_t i, unsigned seed, weft_datatype_t dt);
+/** Fill count elements with bench_value(i, seed, dt). bench_fill(.., rank)
+ * is bench_fill_seed(.., rank). Any thread. */
+void bench_fill_seed(void *buf, size_t count, weft_datatype_t dt, unsigned seed);
+/** Element i of buf (type dt) as a double (float16/bfloat16 converted). */
+double bench_get(const void *buf, size_t i, weft_datatype_t dt);
+/** The seed of `rank`'s data in iteration `iter` of a validated run: every
+ * iteration sends other values, so that a result left over from the one
+ * before cannot pass. */
+unsigned bench_seed(int rank, long iter);
+
+/* ---- OSU OMB 7 mode (--osu) ---------------------------------------------------------- */
+/*
+ * --osu prints what OSU's own benchmark prints, in its layout, so that a
+ * parser written for OMB 7 reads it unchanged (doc/benchmarks.md, "OSU
+ * mode"): a blank line, "# OSU MPI <Name> Latency Test v7.4", then
+ * "# Datatype: MPI_FLOAT." and the column line "# Size  Avg Latency(us)"
+ * (+ "Min Latency(us) Max Latency(us) Iterations" with -f, + "Validation"
+ * with -c), then one row per size: size left-aligned in 10 columns, each
+ * figure right-aligned in 20 with 2 decimals, iterations in 12, Pass/Fail
+ * in 20. It times one library (Weft, or MPI with --osu=mpi) OSU's way:
+ * each iteration timed alone between barriers, each rank's mean over the
+ * iterations, then the average over ranks (sum / ranks) and the minimum and
+ * maximum over ranks.
+ */
+#define BENCH_OSU_VERSION "7.4"
+
+/** What OSU prints for one size. */
+typedef struct bench_osu_result {
+    double avg_us;   /* mean over ranks of each rank's mean per iteration */
+    double min_us, max_us; /* minimum, maximum over ranks of the same */
+    double rank0_us; /* rank 0's own mean (what OSU's point-to-point tests print) */
+    long iters;      /* timed iterations */
+    long errors;     /* -c: wrong elements over all ranks and iterations */
+} bench_osu_result_t;
+
+/**
+ * -c: before each iteration (untimed) prepare(ud, iter) writes the inputs of
+ * iteration `iter` (bench_seed) and clears the outputs; after it, check(ud,
+ * iter) returns the number of wrong elements on this rank. Either may be
+ * NULL; both return negative on a failure of their own (reported).
+ */
+typedef struct bench_osu_check {
+    int (*prepare)(void *ud, long iter);
+    long (*check)(void *ud, long iter);
+    void *ud;
+} bench_osu_check_t;
+
+/**
+ * Time v OSU's way for a message of `bytes` (the iteration counts of
+ * bench_timing_for: -i/-x, or OSU's counts capped by --budget): the warm-up,
+ * then each iteration run alone (v->run(ud, 1, 0)) and timed on every rank
+ * between barriers on b->ctl; with o->validate, chk's prepare and check
+ * around each one. block != 0 times the iterations as one block instead
+ * (OSU's point-to-point tests, whose iteration is a round trip or a window)
+ * unless o->validate asks for a check after each. Every rank returns the
+ * same *res. Returns 0, or 1 on every rank when a run or check failed on one.
+ * Collective.
+ */
+int bench_run_osu(bench_ctx_t *b, const bench_opts_t *o, size_t bytes, const bench_variant_t *v,
+                  const bench_osu_check_t *chk, int block, bench_osu_result_t *res);
+
+/** The blank line and title line OSU prints first (rank 0): title is OSU's
+ * name without "# " and the version ("OSU MPI Allreduce Latency Test");
+ * then a '#' line saying that Weft (or MPI, --osu=mpi) was measured, by
+ * which program. */
+void bench_osu_preamble(const bench_ctx_t *b, const bench_opts_t *o, const char *title);
+/** "# Datatype: <name>." (rank 0): MPI's name of mdt (MPI_Type_get_name),
+ * or Weft's name of dt when mdt is MPI_DATATYPE_NULL. */
+void bench_osu_datatype(const bench_ctx_t *b, MPI_Datatype mdt, weft_datatype_t dt);
+/** The column line of OSU's collective latency tests (rank 0); show_size 0
+ * for the barrier, whose rows have no size (OSU's osu_barrier). */
+void bench_osu_lat_header(const bench_ctx_t *b, const bench_opts_t *o, int show_size);
+/** One row of OSU's collective latency tests (rank 0). */
+void bench_osu_lat_row(const bench_ctx_t *b, const bench_opts_t *o, int show_size, size_t bytes,
+                       const bench_osu_result_t *r);
+/** Point to point: the column line "# Size" + `metric` ("Latency (us)",
+ * "Bandwidth (MB/s)") [+ "Validation"], and a row (rank 0). */
+void bench_osu_p2p_header(const bench_ctx_t *b, const bench_opts_t *o, const char *metric);
+void bench_osu_p2p_row(const bench_ctx_t *b, const bench_opts_t *o, size_t bytes, double value,
+                       long errors);
+/** OSU's non-blocking collective tests (osu_iallreduce, ...): after the
+ * preamble, the line "# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait"
+ * and a blank line (rank 0). */
+void bench_osu_nbc_preamble(const bench_ctx_t *b);
+/** Their column line: "# Size  Overall(us) Compute(us) Pure Comm.(us)
+ * Overlap(%)"; with -f "Compute(us) Coll. Init(us) MPI_Test(us) MPI_Wait(us)
+ * Pure Comm.(us) Min Comm.(us) Max Comm.(us) Overlap(%)"; + "Validation"
+ * with -c (rank 0). */
+void bench_osu_nbc_header(const bench_ctx_t *b, const bench_opts_t *o);
+/** One row of them (rank 0): us[] = overall, compute, init, test, wait,
+ * pure, pure's min and max over ranks, overlap (%). */
+void bench_osu_nbc_row(const bench_ctx_t *b, const bench_opts_t *o, size_t bytes,
+                       const double us[9], long errors);
+/** OSU's ending of a failed validation: a line on stdout (rank 0). */
+void bench_osu_validation_failed(const bench_ctx_t *b, size_t bytes);
+
+/* ---- bus bandwidth (nccl-tests) ----------------------------------------------------------- */
+/**
+ * nccl-tests' bandwidths of a collective moving `total_bytes` (the whole
+ * vector of allreduce, bcast and reduce; all the ranks' blocks of
+ * reduce_scatter, allgather, alltoall, gather and scatter) in `us`
+ * microseconds on `ranks` ranks: algbw = total_bytes / time (GB/s, 10^9),
+ * busbw = algbw * factor (allreduce 2(n-1)/n; reduce_scatter, allgather,
+ * alltoall, gather, scatter (n-1)/n; bcast, reduce 1). NaN for the barrier
+ * or a time that is not positive.
+ */
+void bench_busbw(weft_coll_t coll, size_t total_bytes, int ranks, double us, double *algbw,
+                 double *busbw);
 
 /* ---- CSV ------------------------------------------------------------------------ */
 typedef struct bench_csv {

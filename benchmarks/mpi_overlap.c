@@ -5,7 +5,7 @@
  *
  *   mpiexec -n 2 mpi_overlap [-m MIN:MAX] [-i ITERS] [-x WARMUP]
  *                            [--ops LIST] [--compute device|busy|both]
- *                            [--entry mpi|pmpi|both] [-f] [--csv]
+ *                            [--entry mpi|pmpi|both] [-f] [--csv | --osu]
  *
  * Each operation is timed through its MPI_ name (Weft's under the preload)
  * and, with --entry both (the default), through its PMPI_ name too (always
@@ -19,6 +19,10 @@
  * Times are averaged over iterations on each rank (--median: their median,
  * robust against a loaded machine's descheduling), then over ranks (OSU);
  * -f adds the minimum and maximum over ranks of Overall.
+ * --osu prints OSU OMB 7's tables instead (osu_ialltoall's and its siblings':
+ * title, "# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait", datatype
+ * and column lines; with -f also Coll. Init, MPI_Test, MPI_Wait, Min and Max
+ * Comm.), one per operation, compute mode and entry, sizes doubling.
  * Compute: device - the thread sleeps (clock_nanosleep), as a host thread
  * does while a GPU computes; busy - a CPU loop calling no MPI.
  * Size: bytes per block for ialltoall/iallgather (each rank's contribution),
@@ -46,6 +50,7 @@ static const char *const op_names[O_COUNT] = {"ialltoall", "iallgather", "ibcast
 typedef struct opts {
     size_t min, max;
     int iters, warmup, full, csv, median;
+    int osu;               /* --osu: OSU OMB 7's non-blocking tables, sizes doubling */
     unsigned ops;          /* bit per enum op */
     int device, busy;      /* compute modes */
     int mpi, pmpi;         /* entries */
@@ -113,24 +118,29 @@ static int issue(int op, int pmpi, bufs_t *b, MPI_Request *q)
     return MPI_ERR_ARG;
 }
 
-/* One timed iteration; compute_s < 0: no compute (pure). Returns 0 on success. */
-static int iteration(int op, int pmpi, bufs_t *b, int busy, double compute_s, double *total,
-                     double *computed)
+/* One timed iteration; compute_s < 0: no compute (pure). t[0] the whole
+ * iteration, t[1] the compute, t[2] the issuing call, t[3] the wait (OSU's
+ * Coll. Init and MPI_Wait). Returns 0 on success. */
+static int iteration(int op, int pmpi, bufs_t *b, int busy, double compute_s, double t[4])
 {
     MPI_Request q;
     if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) return 1;
     double t0 = now();
     if (issue(op, pmpi, b, &q) != MPI_SUCCESS) return 1;
-    double c = 0.0;
+    double t1 = now(), c = 0.0;
     if (compute_s >= 0.0) {
         double c0 = now();
         if (busy) compute_busy(compute_s);
         else compute_device(compute_s);
         c = now() - c0;
     }
+    double w0 = now();
     if (MPI_Wait(&q, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 1;
-    *total = now() - t0;
-    *computed = c;
+    double end = now();
+    t[0] = end - t0;
+    t[1] = c;
+    t[2] = t1 - t0;
+    t[3] = end - w0;
     return 0;
 }
 
@@ -152,17 +162,23 @@ static double stat(double *v, int n, int median)
     return s / n;
 }
 
-typedef struct result { double overall, compute, pure, overlap, omin, omax; } result_t;
+typedef struct result {
+    double overall, compute, pure, overlap, omin, omax;
+    double init, wait, pmin, pmax; /* --osu -f: Coll. Init, MPI_Wait, Min/Max Comm. */
+} result_t;
 
-/* samples: 3 arrays of o->iters doubles */
+/* samples: 5 arrays of o->iters doubles */
 static int measure(const opts_t *o, int op, int pmpi, int busy, bufs_t *b, double *samples,
                    result_t *res)
 {
-    double *tp = samples, *to = samples + o->iters, *tc = samples + 2 * o->iters, u1, u2;
+    double *tp = samples, *to = samples + o->iters, *tc = samples + 2 * o->iters;
+    double *ti = samples + 3 * o->iters, *tw = samples + 4 * o->iters, t[4];
     for (int i = 0; i < o->warmup; i++)
-        if (iteration(op, pmpi, b, busy, -1.0, &u1, &u2)) return 1;
-    for (int i = 0; i < o->iters; i++)
-        if (iteration(op, pmpi, b, busy, -1.0, &tp[i], &u2)) return 1;
+        if (iteration(op, pmpi, b, busy, -1.0, t)) return 1;
+    for (int i = 0; i < o->iters; i++) {
+        if (iteration(op, pmpi, b, busy, -1.0, t)) return 1;
+        tp[i] = t[0];
+    }
     double pure = stat(tp, o->iters, o->median);
     /* every rank computes as long as the ranks' average pure time (OSU) */
     double pure_avg = 0.0;
@@ -170,18 +186,28 @@ static int measure(const opts_t *o, int op, int pmpi, int busy, bufs_t *b, doubl
         return 1;
     pure_avg /= size;
     for (int i = 0; i < o->warmup; i++)
-        if (iteration(op, pmpi, b, busy, pure_avg, &u1, &u2)) return 1;
-    for (int i = 0; i < o->iters; i++)
-        if (iteration(op, pmpi, b, busy, pure_avg, &to[i], &tc[i])) return 1;
+        if (iteration(op, pmpi, b, busy, pure_avg, t)) return 1;
+    for (int i = 0; i < o->iters; i++) {
+        if (iteration(op, pmpi, b, busy, pure_avg, t)) return 1;
+        to[i] = t[0];
+        tc[i] = t[1];
+        ti[i] = t[2];
+        tw[i] = t[3];
+    }
     double overall = stat(to, o->iters, o->median), comp = stat(tc, o->iters, o->median);
-    double mine[3] = {overall, comp, pure}, sum[3];
-    if (PMPI_Allreduce(mine, sum, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS ||
+    double mine[5] = {overall, comp, pure, stat(ti, o->iters, o->median), stat(tw, o->iters, o->median)};
+    double sum[5];
+    if (PMPI_Allreduce(mine, sum, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS ||
         PMPI_Allreduce(&overall, &res->omin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS ||
-        PMPI_Allreduce(&overall, &res->omax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
+        PMPI_Allreduce(&overall, &res->omax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS ||
+        PMPI_Allreduce(&pure, &res->pmin, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS ||
+        PMPI_Allreduce(&pure, &res->pmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD) != MPI_SUCCESS)
         return 1;
     res->overall = sum[0] / size;
     res->compute = sum[1] / size;
     res->pure = sum[2] / size;
+    res->init = sum[3] / size;
+    res->wait = sum[4] / size;
     double ov = 100.0 - 100.0 * (res->overall - res->compute) / res->pure;
     res->overlap = ov < 0.0 ? 0.0 : ov > 100.0 ? 100.0 : ov;
     return 0;
@@ -199,8 +225,11 @@ static void usage(FILE *f, const char *prog)
             "                              (default: all but iallreduce)\n"
             "  --compute device|busy|both  sleep (as while a GPU computes) or CPU loop (default both)\n"
             "  --entry mpi|pmpi|both       time MPI_ names, PMPI_ names or both (default both)\n"
-            "  -f, --full                  add min and max over ranks of Overall\n"
+            "  -f, --full                  add min and max over ranks of Overall (--osu: OSU's\n"
+            "                              full listing)\n"
             "  --csv                       comma-separated rows instead of the table\n"
+            "  --osu                       OSU OMB 7's tables (osu_ialltoall, ...): one per\n"
+            "                              operation, entry and compute mode; sizes doubling\n"
             "  --median                    per-rank median over iterations instead of the mean\n"
             "                              (a shared, loaded machine's descheduling outliers)\n"
             "  -h, --help, -v, --version\n",
@@ -234,7 +263,8 @@ static int parse_int(const char *s, int lo, int hi, int *out)
 /* 0 ok, 1 exit 0 (help/version printed), 2 usage error (printed). */
 static int parse(int argc, char **argv, opts_t *o)
 {
-    *o = (opts_t){64u << 10, 4u << 20, 20, 3, 0, 0, 0, (1u << O_IALLREDUCE) - 1, 1, 1, 1, 1};
+    *o = (opts_t){.min = 64u << 10, .max = 4u << 20, .iters = 20, .warmup = 3,
+                  .ops = (1u << O_IALLREDUCE) - 1, .device = 1, .busy = 1, .mpi = 1, .pmpi = 1};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { if (rank == 0) usage(stdout, argv[0]); return 1; }
@@ -242,6 +272,7 @@ static int parse(int argc, char **argv, opts_t *o)
         if (!strcmp(a, "-f") || !strcmp(a, "--full")) { o->full = 1; continue; }
         if (!strcmp(a, "--csv")) { o->csv = 1; continue; }
         if (!strcmp(a, "--median")) { o->median = 1; continue; }
+        if (!strcmp(a, "--osu")) { o->osu = 1; continue; }
         int bad = v == NULL;
         if (!bad && (!strcmp(a, "-m") || !strcmp(a, "--message-size"))) {
             char buf[64];
@@ -285,7 +316,64 @@ static int parse(int argc, char **argv, opts_t *o)
         }
         i++;
     }
+    if (o->osu && o->csv) {
+        if (rank == 0) fprintf(stderr, "%s: option '--osu' prints tables: not with '--csv'\n", argv[0]);
+        return 2;
+    }
     return 0;
+}
+
+/* ---- --osu: OSU OMB 7's non-blocking collective tables -------------------------- */
+static const char *const osu_titles[O_COUNT] = {
+    "OSU MPI Non-blocking All-to-All Latency Test", "OSU MPI Non-blocking Allgather Latency Test",
+    "OSU MPI Non-blocking Broadcast Latency Test", "OSU MPI Non-blocking Reduce_scatter Latency Test",
+    "OSU MPI Non-blocking Reduce Latency Test", "OSU MPI Non-blocking Barrier Latency Test",
+    "OSU MPI Non-blocking Allreduce Latency Test"};
+#define OSU_VERSION "7.4"
+#define OSU_FIELD 20
+
+/* OSU's preamble, a comment line of ours, the datatype and column lines
+ * (print_preamble_nbc and print_only_header_nbc's layout): the barrier has no
+ * size column. Rank 0. */
+static void osu_header(const opts_t *o, int op, int pmpi, int busy)
+{
+    const int sized = op != O_IBARRIER;
+    printf("\n# %s v%s\n# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait\n\n", osu_titles[op],
+           OSU_VERSION);
+    printf("# mpi_overlap %s: %s entry (%s), %s compute, %d ranks, %s over iterations, in OSU OMB "
+           "%s's layout\n", VERSION, pmpi ? "PMPI_" : "MPI_",
+           pmpi ? "the MPI library's own" : "as the program calls it: the interposer's when preloaded",
+           busy ? "busy (CPU loop)" : "device-style (sleep)", size, o->median ? "median" : "mean",
+           OSU_VERSION);
+    if (sized)
+        printf("# Datatype: %s.\n", op == O_IALLTOALL || op == O_IALLGATHER || op == O_IBCAST
+                                      ? "MPI_CHAR" : "MPI_FLOAT");
+    if (sized) printf("%-*s%*s", 10, "# Size", OSU_FIELD, "Overall(us)");
+    else printf("# Overall(us)");
+    if (o->full)
+        printf("%*s%*s%*s%*s%*s%*s%*s%*s", OSU_FIELD, "Compute(us)", OSU_FIELD, "Coll. Init(us)",
+               OSU_FIELD, "MPI_Test(us)", OSU_FIELD, "MPI_Wait(us)", OSU_FIELD, "Pure Comm.(us)",
+               OSU_FIELD, "Min Comm.(us)", OSU_FIELD, "Max Comm.(us)", OSU_FIELD, "Overlap(%)");
+    else
+        printf("%*s%*s%*s", OSU_FIELD, "Compute(us)", OSU_FIELD, "Pure Comm.(us)", OSU_FIELD,
+               "Overlap(%)");
+    printf("\n");
+}
+
+/* One row (print_stats_nbc's layout): no MPI_Test calls during the compute,
+ * so MPI_Test(us) is 0 and OSU's overlap is this program's. Rank 0. */
+static void osu_row(const opts_t *o, int op, size_t s, const result_t *r)
+{
+    if (op != O_IBARRIER) printf("%-*zu%*.2f", 10, s, OSU_FIELD, r->overall * 1e6);
+    else printf("%*.2f", 13, r->overall * 1e6);
+    if (o->full)
+        printf("%*.2f%*.2f%*.2f%*.2f%*.2f%*.2f%*.2f%*.2f", OSU_FIELD, r->compute * 1e6, OSU_FIELD,
+               r->init * 1e6, OSU_FIELD, 0.0, OSU_FIELD, r->wait * 1e6, OSU_FIELD, r->pure * 1e6,
+               OSU_FIELD, r->pmin * 1e6, OSU_FIELD, r->pmax * 1e6, OSU_FIELD, r->overlap);
+    else
+        printf("%*.2f%*.2f%*.2f", OSU_FIELD, r->compute * 1e6, OSU_FIELD, r->pure * 1e6, OSU_FIELD,
+               r->overlap);
+    printf("\n");
 }
 
 int main(int argc, char **argv)
@@ -302,7 +390,7 @@ int main(int argc, char **argv)
     }
     size_t maxb = o.max * (size_t)size;
     bufs_t b = {malloc(maxb), malloc(maxb), 0};
-    double *samples = malloc(3 * sizeof(double) * (size_t)o.iters);
+    double *samples = malloc(5 * sizeof(double) * (size_t)o.iters);
     int ok = b.s != NULL && b.r != NULL && samples != NULL, all = 0;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all) {
@@ -310,7 +398,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     for (size_t i = 0; i < maxb; i++) { b.s[i] = (char)(i * 7 + (size_t)rank); b.r[i] = 0; }
-    if (rank == 0) {
+    if (rank == 0 && !o.osu) {
         if (o.csv) {
             printf("operation,entry,compute,size_bytes,overall_us,compute_us,pure_us,overlap_pct%s\n",
                    o.full ? ",overall_min_us,overall_max_us" : "");
@@ -322,7 +410,30 @@ int main(int argc, char **argv)
         }
     }
     int rc = 0;
-    for (int op = 0; op < O_COUNT && rc == 0; op++) {
+    /* --osu: a table per operation, compute mode and entry, OSU's sizes (doubling) */
+    for (int op = 0; op < O_COUNT && rc == 0 && o.osu; op++) {
+        if (!(o.ops & (1u << op))) continue;
+        for (int busy = 0; busy < 2 && rc == 0; busy++) {
+            if ((busy && !o.busy) || (!busy && !o.device)) continue;
+            for (int e = 0; e < 2 && rc == 0; e++) {
+                if ((e == 0 && !o.mpi) || (e == 1 && !o.pmpi)) continue;
+                if (rank == 0) osu_header(&o, op, e, busy);
+                for (size_t s = o.min; s <= o.max; s *= 2) {
+                    b.bytes = s;
+                    result_t r;
+                    if (measure(&o, op, e, busy, &b, samples, &r)) {
+                        fprintf(stderr, "rank %d: %s failed\n", rank, op_names[op]);
+                        rc = 1;
+                        break;
+                    }
+                    if (rank == 0) osu_row(&o, op, s, &r);
+                    if (op == O_IBARRIER || s > o.max / 2) break;
+                }
+                fflush(stdout);
+            }
+        }
+    }
+    for (int op = 0; op < O_COUNT && rc == 0 && !o.osu; op++) {
         if (!(o.ops & (1u << op))) continue;
         for (int busy = 0; busy < 2 && rc == 0; busy++) {
             if ((busy && !o.busy) || (!busy && !o.device)) continue;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "bench_common.h"
+#include "weft_cli.h"
 #include "weft_stream.h"
 #ifdef WEFT_BENCH_CUDA
 #include "weft_cuda.h"
@@ -84,6 +85,7 @@ typedef struct state {
     bench_device_t dev;
     weft_comm_t wcomm;   /* the communicator Weft's side uses */
     weft_stream_t stream; /* -d host-stream / cuda: the stream wcomm is bound to */
+    int osu_mpi;          /* --osu=mpi: -c checks MPI's buffers, else Weft's */
 } state_t;
 
 static int run_weft(void *ud, long iters, int round)
@@ -197,6 +199,66 @@ static void device_teardown(state_t *s)
 #endif
 }
 
+/* ---- --osu ---------------------------------------------------------------------- */
+/* -c: iteration `iter`'s input in the send buffer of the library timed, its
+ * receive buffer cleared (host buffers: -d cuda has no -c). */
+static int osu_prepare(void *ud, long iter)
+{
+    state_t *s = ud;
+    const size_t esz = weft_datatype_size(s->dt);
+    bench_fill_seed(s->osu_mpi ? s->msend : s->wsend, s->count, s->dt, bench_seed(s->b->rank, iter));
+    memset(s->osu_mpi ? s->mrecv : s->wrecv, 0, s->count * esz);
+    return 0;
+}
+
+/* -c: the elements that differ from the sum over ranks of their inputs. */
+static long osu_check(void *ud, long iter)
+{
+    state_t *s = ud;
+    const void *r = s->osu_mpi ? s->mrecv : s->wrecv;
+    long bad = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        double want = 0;
+        for (int k = 0; k < s->b->size; k++) want += bench_value(i, bench_seed(k, iter), s->dt);
+        if (bench_get(r, i, s->dt) != want) bad++;
+    }
+    return bad;
+}
+
+/* OSU OMB 7's osu_allreduce: its title, datatype and column lines, one row
+ * per size; CSV size_bytes,avg_us,min_us,max_us,iterations,errors,algbw_GBps,
+ * busbw_GBps. Returns 0, or 1 (a failed run or a failed validation). */
+static int run_osu_mode(bench_ctx_t *b, const bench_opts_t *o, state_t *s, bench_csv_t *csv)
+{
+    const size_t esz = weft_datatype_size(o->dtype);
+    bench_osu_preamble(b, o, "OSU MPI Allreduce Latency Test");
+    bench_osu_datatype(b, s->mdt, o->dtype);
+    bench_osu_lat_header(b, o, 1);
+    s->osu_mpi = o->osu == BENCH_OSU_MPI;
+    bench_variant_t v = {s->osu_mpi ? "mpi" : "weft", s->osu_mpi ? run_mpi : run_weft, s, NULL};
+    bench_osu_check_t chk = {osu_prepare, osu_check, s};
+    BENCH_FOR_SIZES(o, bytes) {
+        if (bytes < esz) continue;
+        s->count = bytes / esz;
+        bench_osu_result_t r;
+        if (bench_run_osu(b, o, bytes, &v, &chk, 0, &r) != 0) {
+            bench_error(b, "size %zu failed", bytes);
+            return 1;
+        }
+        bench_osu_lat_row(b, o, 1, bytes, &r);
+        double algbw, busbw;
+        bench_busbw(WEFT_COLL_ALLREDUCE, bytes, b->size, r.avg_us, &algbw, &busbw);
+        bench_csv_row(csv, "%zu,%.3f,%.3f,%.3f,%ld,%ld,%.6g,%.6g", bytes, r.avg_us, r.min_us,
+                      r.max_us, r.iters, r.errors, algbw, busbw);
+        if (r.errors > 0) {
+            bench_osu_validation_failed(b, bytes);
+            return 1;
+        }
+        bench_progress(b, "weft_osu_allreduce --osu: %zu bytes done", bytes);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bench_ctx_t b;
@@ -211,11 +273,20 @@ int main(int argc, char **argv)
                                  "(interleaved, median over rounds).",
                          .extra_usage = "  -d, --device=DEV     host (default): host buffers, no stream;\n"
                                         "                       host-stream: comm bound to a host stream;\n"
-                                        "                       cuda: device buffers, comm bound to a CUDA stream\n"};
+                                        "                       cuda: device buffers, comm bound to a CUDA stream\n",
+                         .osu = 1};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     rc = bench_apply_algo(&b, &o, WEFT_COLL_ALLREDUCE);
     if (rc != 0) return bench_finalize(&b, rc);
+    if ((o.validate && device == DEV_CUDA) ||
+        (o.osu == BENCH_OSU_MPI && bench_mpi_dtype(o.dtype) == MPI_DATATYPE_NULL)) {
+        if (b.rank == 0)
+            weft_cli_usage_error(spec.prog, "%s", o.validate && device == DEV_CUDA
+                                 ? "-c checks host buffers: not with -d cuda"
+                                 : "--osu=mpi: MPI has no such datatype (-T)");
+        return bench_finalize(&b, BENCH_PARSE_USAGE);
+    }
 
     state_t s = {.b = &b, .dt = o.dtype, .mdt = bench_mpi_dtype(o.dtype), .dev = device,
                  .wcomm = b.comm};
@@ -248,8 +319,16 @@ int main(int argc, char **argv)
     }
 
     bench_csv_t csv;
-    if (bench_csv_open(&b, &csv, o.csv_path, "size_bytes,weft_us,mpi_us,ratio,algorithm") != 0) {
+    if (bench_csv_open(&b, &csv, o.csv_path,
+                       o.osu ? "size_bytes,avg_us,min_us,max_us,iterations,errors,algbw_GBps,busbw_GBps"
+                             : "size_bytes,weft_us,mpi_us,ratio,algorithm,weft_algbw_GBps,"
+                               "weft_busbw_GBps,mpi_algbw_GBps,mpi_busbw_GBps") != 0) {
         rc = 1;
+        goto out_free;
+    }
+    if (o.osu) {
+        rc = run_osu_mode(&b, &o, &s, &csv);
+        if (bench_csv_close(&csv) != 0) rc = 1;
         goto out_free;
     }
     bench_print_header(&b, &o, "Weft allreduce latency test (weft_osu_allreduce)",
@@ -287,12 +366,16 @@ int main(int argc, char **argv)
             double wus = r[0].median_us;
             double mus = have_mpi ? r[1].median_us : NAN;
             double ratio = have_mpi && mus > 0 ? wus / mus : NAN;
+            double walg, wbus, malg, mbus;
+            bench_busbw(WEFT_COLL_ALLREDUCE, bytes, b.size, wus, &walg, &wbus);
+            bench_busbw(WEFT_COLL_ALLREDUCE, bytes, b.size, mus, &malg, &mbus);
             if (have_mpi) {
                 bench_printf(&b, "%-10zu%18.2f%18.2f%12.2f  %s\n", bytes, wus, mus, ratio, aname);
-                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s", bytes, wus, mus, ratio, aname);
+                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s,%.6g,%.6g,%.6g,%.6g", bytes, wus, mus,
+                              ratio, aname, walg, wbus, malg, mbus);
             } else {
                 bench_printf(&b, "%-10zu%18.2f%18s%12s  %s\n", bytes, wus, "n/a", "n/a", aname);
-                bench_csv_row(&csv, "%zu,%.3f,,,%s", bytes, wus, aname);
+                bench_csv_row(&csv, "%zu,%.3f,,,%s,%.6g,%.6g,,", bytes, wus, aname, walg, wbus);
             }
             bench_progress(&b, "weft_osu_allreduce: %zu bytes done", bytes);
         }

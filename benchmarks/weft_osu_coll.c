@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "bench_common.h"
+#include "weft_cli.h"
 
 typedef struct coll_desc {
     const char *name;
@@ -28,18 +29,21 @@ typedef struct coll_desc {
     const char *env;   /* WEFT_<COLL>_ALGO */
     int send_blocks;   /* send buffer blocks (p = size) */
     int recv_blocks;
+    const char *osu;   /* OSU OMB 7's title of its benchmark of this collective */
 } coll_desc_t;
 
 enum { ONE = 1, P = -1 };
 static const coll_desc_t colls[] = {
-    {"reduce_scatter", WEFT_COLL_REDUCE_SCATTER, "WEFT_REDUCE_SCATTER_ALGO", P, ONE},
-    {"allgather", WEFT_COLL_ALLGATHER, "WEFT_ALLGATHER_ALGO", ONE, P},
-    {"bcast", WEFT_COLL_BCAST, "WEFT_BCAST_ALGO", ONE, ONE},
-    {"reduce", WEFT_COLL_REDUCE, "WEFT_REDUCE_ALGO", ONE, ONE},
-    {"alltoall", WEFT_COLL_ALLTOALL, "WEFT_ALLTOALL_ALGO", P, P},
-    {"gather", WEFT_COLL_GATHER, "WEFT_GATHER_ALGO", ONE, P},
-    {"scatter", WEFT_COLL_SCATTER, "WEFT_SCATTER_ALGO", P, ONE},
-    {"barrier", WEFT_COLL_BARRIER, "WEFT_BARRIER_ALGO", ONE, ONE},
+    {"reduce_scatter", WEFT_COLL_REDUCE_SCATTER, "WEFT_REDUCE_SCATTER_ALGO", P, ONE,
+     "OSU MPI Reduce_scatter Latency Test"},
+    {"allgather", WEFT_COLL_ALLGATHER, "WEFT_ALLGATHER_ALGO", ONE, P, "OSU MPI Allgather Latency Test"},
+    {"bcast", WEFT_COLL_BCAST, "WEFT_BCAST_ALGO", ONE, ONE, "OSU MPI Broadcast Latency Test"},
+    {"reduce", WEFT_COLL_REDUCE, "WEFT_REDUCE_ALGO", ONE, ONE, "OSU MPI Reduce Latency Test"},
+    {"alltoall", WEFT_COLL_ALLTOALL, "WEFT_ALLTOALL_ALGO", P, P,
+     "OSU MPI All-to-All Personalized Exchange Latency Test"},
+    {"gather", WEFT_COLL_GATHER, "WEFT_GATHER_ALGO", ONE, P, "OSU MPI Gather Latency Test"},
+    {"scatter", WEFT_COLL_SCATTER, "WEFT_SCATTER_ALGO", P, ONE, "OSU MPI Scatter Latency Test"},
+    {"barrier", WEFT_COLL_BARRIER, "WEFT_BARRIER_ALGO", ONE, ONE, "OSU MPI Barrier Latency Test"},
 };
 #define NCOLLS (sizeof colls / sizeof colls[0])
 
@@ -51,6 +55,7 @@ typedef struct state {
     MPI_Datatype mdt;
     size_t count;
     void *wsend, *wrecv, *msend, *mrecv;
+    int osu_mpi;       /* --osu=mpi: -c checks MPI's buffers, else Weft's */
 } state_t;
 
 typedef struct extra {
@@ -70,7 +75,7 @@ static int extra_opt(void *ud, const char *name, const char *value)
             }
         return BENCH_OPT_BAD_VALUE;
     }
-    if (strcmp(name, "root") == 0) {
+    if (strcmp(name, "root") == 0 || strcmp(name, "root-rank") == 0) { /* OSU: -k, --root-rank */
         long r;
         if (!value) return BENCH_OPT_NEEDS_VALUE;
         if (bench_parse_long(value, 0, &r) != 0 || r > 1 << 20) return BENCH_OPT_BAD_VALUE;
@@ -143,11 +148,148 @@ static int run_mpi(void *ud, long iters, int round)
     return 0;
 }
 
+/* ---- --osu ---------------------------------------------------------------------- */
+/* The elements of a block of `n` of this collective per side. */
+static size_t blocks(int kind, int p) { return kind == P ? (size_t)p : 1; }
+
+/* -c: iteration `iter`'s inputs written (every rank's send blocks; bcast:
+ * the root's buffer, the others' cleared) and the outputs cleared. */
+static int osu_prepare(void *ud, long iter)
+{
+    state_t *s = ud;
+    const int me = s->b->rank, p = s->b->size;
+    const size_t esz = weft_datatype_size(s->dt);
+    void *snd = s->osu_mpi ? s->msend : s->wsend, *rcv = s->osu_mpi ? s->mrecv : s->wrecv;
+    const size_t ns = s->count * blocks(s->c->send_blocks, p);
+    const size_t nr = s->count * blocks(s->c->recv_blocks, p);
+    if (s->c->coll == WEFT_COLL_BCAST && me != s->root) memset(snd, 0, ns * esz);
+    else bench_fill_seed(snd, ns, s->dt, bench_seed(s->c->coll == WEFT_COLL_BCAST ? s->root : me, iter));
+    memset(rcv, 0, nr * esz);
+    return 0;
+}
+
+/* Sum over ranks of element i of their inputs. */
+static double sum_over_ranks(const state_t *s, size_t i, long iter)
+{
+    double v = 0;
+    for (int k = 0; k < s->b->size; k++) v += bench_value(i, bench_seed(k, iter), s->dt);
+    return v;
+}
+
+/* -c: the elements of this rank's result that differ from what every
+ * rank's inputs make them (computed here, from bench_value). */
+static long osu_check(void *ud, long iter)
+{
+    state_t *s = ud;
+    const int me = s->b->rank, p = s->b->size, root = s->root;
+    const size_t n = s->count;
+    const void *snd = s->osu_mpi ? s->msend : s->wsend, *rcv = s->osu_mpi ? s->mrecv : s->wrecv;
+    long bad = 0;
+    switch (s->c->coll) {
+    case WEFT_COLL_REDUCE_SCATTER: /* my block of the sum */
+        for (size_t i = 0; i < n; i++)
+            bad += bench_get(rcv, i, s->dt) != sum_over_ranks(s, (size_t)me * n + i, iter);
+        break;
+    case WEFT_COLL_REDUCE:
+        for (size_t i = 0; me == root && i < n; i++)
+            bad += bench_get(rcv, i, s->dt) != sum_over_ranks(s, i, iter);
+        break;
+    case WEFT_COLL_BCAST:
+        for (size_t i = 0; i < n; i++)
+            bad += bench_get(snd, i, s->dt) != bench_value(i, bench_seed(root, iter), s->dt);
+        break;
+    case WEFT_COLL_ALLGATHER:
+    case WEFT_COLL_GATHER: /* block r: rank r's input */
+        if (s->c->coll == WEFT_COLL_GATHER && me != root) break;
+        for (int r = 0; r < p; r++)
+            for (size_t i = 0; i < n; i++)
+                bad += bench_get(rcv, (size_t)r * n + i, s->dt) != bench_value(i, bench_seed(r, iter), s->dt);
+        break;
+    case WEFT_COLL_ALLTOALL: /* block r: block `me` of rank r's input */
+        for (int r = 0; r < p; r++)
+            for (size_t i = 0; i < n; i++)
+                bad += bench_get(rcv, (size_t)r * n + i, s->dt) !=
+                       bench_value((size_t)me * n + i, bench_seed(r, iter), s->dt);
+        break;
+    case WEFT_COLL_SCATTER: /* block `me` of the root's input */
+        for (size_t i = 0; i < n; i++)
+            bad += bench_get(rcv, i, s->dt) != bench_value((size_t)me * n + i, bench_seed(root, iter), s->dt);
+        break;
+    default:
+        break;
+    }
+    return bad;
+}
+
+/* The bytes nccl-tests' bandwidths count for a message of `bytes` (the -m
+ * size): every rank's block for the collectives whose size is a block. */
+static size_t total_bytes(const coll_desc_t *c, size_t bytes, int p, int osu)
+{
+    switch (c->coll) {
+    case WEFT_COLL_REDUCE_SCATTER: return osu ? bytes : bytes * (size_t)p;
+    case WEFT_COLL_ALLGATHER: case WEFT_COLL_ALLTOALL: case WEFT_COLL_GATHER:
+    case WEFT_COLL_SCATTER: return bytes * (size_t)p;
+    default: return bytes;
+    }
+}
+
+/* A bandwidth for the CSV: empty where there is none (the barrier). */
+static const char *bw_text(char *buf, size_t cap, double v)
+{
+    if (isnan(v)) buf[0] = '\0';
+    else snprintf(buf, cap, "%.6g", v);
+    return buf;
+}
+
+/* OSU OMB 7's osu_<collective>: its title, datatype and column lines (the
+ * barrier's rows have no size, as osu_barrier's), one row per size. Sizes are
+ * OSU's: the whole vector for reduce_scatter (each rank's block is
+ * size/ranks), else as in the default mode. CSV
+ * size_bytes,avg_us,min_us,max_us,iterations,errors,algbw_GBps,busbw_GBps.
+ * Returns 0, or 1 (a failed run or a failed validation). */
+static int run_osu_mode(bench_ctx_t *b, const bench_opts_t *o, state_t *s, bench_csv_t *csv)
+{
+    const size_t esz = weft_datatype_size(o->dtype);
+    const int is_barrier = s->c->coll == WEFT_COLL_BARRIER;
+    const int rs = s->c->coll == WEFT_COLL_REDUCE_SCATTER;
+    bench_osu_preamble(b, o, s->c->osu);
+    if (!is_barrier) bench_osu_datatype(b, s->mdt, o->dtype);
+    bench_osu_lat_header(b, o, !is_barrier);
+    s->osu_mpi = o->osu == BENCH_OSU_MPI;
+    bench_variant_t v = {s->osu_mpi ? "mpi" : "weft", s->osu_mpi ? run_mpi : run_weft, s, NULL};
+    bench_osu_check_t chk = {osu_prepare, osu_check, s};
+    for (size_t bytes = is_barrier ? 0 : o->min_bytes; is_barrier || bytes <= o->max_bytes; bytes *= 2) {
+        s->count = is_barrier ? 0 : rs ? bytes / esz / (size_t)b->size : bytes / esz;
+        if (is_barrier || s->count > 0) {
+            bench_osu_result_t r;
+            if (bench_run_osu(b, o, bytes ? bytes : 1, &v, &chk, 0, &r) != 0) {
+                bench_error(b, "size %zu failed", bytes);
+                return 1;
+            }
+            bench_osu_lat_row(b, o, !is_barrier, bytes, &r);
+            double algbw, busbw;
+            char a[32], u[32];
+            bench_busbw(s->c->coll, total_bytes(s->c, bytes, b->size, 1), b->size, r.avg_us, &algbw,
+                        &busbw);
+            bench_csv_row(csv, "%zu,%.3f,%.3f,%.3f,%ld,%ld,%s,%s", bytes, r.avg_us, r.min_us, r.max_us,
+                          r.iters, r.errors, bw_text(a, sizeof a, algbw), bw_text(u, sizeof u, busbw));
+            if (r.errors > 0) {
+                bench_osu_validation_failed(b, bytes);
+                return 1;
+            }
+            bench_progress(b, "%s --osu: %zu bytes done", b->prog, bytes);
+        }
+        if (is_barrier || bytes > o->max_bytes / 2) break;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bench_ctx_t b;
     bench_opts_t o;
     extra_t e = {NULL, 0};
+    static const bench_short_t shorts[] = {{'k', "root-rank"}, {0, NULL}};
 #ifdef BENCH_COLL
     for (size_t i = 0; i < NCOLLS; i++)
         if (strcmp(colls[i].name, BENCH_COLL) == 0) e.c = &colls[i];
@@ -163,9 +305,12 @@ int main(int argc, char **argv)
                                  "(interleaved, median over rounds).",
                          .extra_usage = "  --coll NAME   reduce_scatter, allgather, bcast, reduce, alltoall, gather,\n"
                                         "                scatter or barrier\n"
-                                        "  --root R      root of bcast/reduce/gather/scatter (default 0)\n",
+                                        "  --root R, --root-rank R, -k R\n"
+                                        "                root of bcast/reduce/gather/scatter (default 0)\n",
                          .extra = extra_opt,
-                         .extra_ud = &e};
+                         .extra_ud = &e,
+                         .osu = 1,
+                         .shorts = shorts};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (e.c == NULL || e.root >= b.size) {
@@ -176,6 +321,14 @@ int main(int argc, char **argv)
         return bench_finalize(&b, BENCH_PARSE_USAGE);
     }
     if (bench_apply_algo(&b, &o, e.c->coll) != 0) return bench_finalize(&b, BENCH_PARSE_USAGE);
+    if ((o.validate && e.c->coll == WEFT_COLL_BARRIER) ||
+        (o.osu == BENCH_OSU_MPI && bench_mpi_dtype(o.dtype) == MPI_DATATYPE_NULL)) {
+        if (b.rank == 0)
+            weft_cli_usage_error(spec.prog, "%s", o.validate && e.c->coll == WEFT_COLL_BARRIER
+                                 ? "-c: a barrier has no data to check (OSU's osu_barrier has no -c)"
+                                 : "--osu=mpi: MPI has no such datatype (-T)");
+        return bench_finalize(&b, BENCH_PARSE_USAGE);
+    }
 
     state_t s = {.b = &b, .c = e.c, .root = e.root, .dt = o.dtype, .mdt = bench_mpi_dtype(o.dtype)};
     const size_t esz = weft_datatype_size(o.dtype);
@@ -202,8 +355,16 @@ int main(int argc, char **argv)
     bench_fill(s.msend, sb / esz, o.dtype, b.rank);
 
     bench_csv_t csv;
-    if (bench_csv_open(&b, &csv, o.csv_path, "size_bytes,weft_us,mpi_us,ratio,algorithm") != 0) {
+    if (bench_csv_open(&b, &csv, o.csv_path,
+                       o.osu ? "size_bytes,avg_us,min_us,max_us,iterations,errors,algbw_GBps,busbw_GBps"
+                             : "size_bytes,weft_us,mpi_us,ratio,algorithm,weft_algbw_GBps,"
+                               "weft_busbw_GBps,mpi_algbw_GBps,mpi_busbw_GBps") != 0) {
         rc = 1;
+        goto out_free;
+    }
+    if (o.osu) {
+        rc = run_osu_mode(&b, &o, &s, &csv);
+        if (bench_csv_close(&csv) != 0) rc = 1;
         goto out_free;
     }
     char title[128];
@@ -231,12 +392,20 @@ int main(int argc, char **argv)
             }
             double wus = r[0].median_us, mus = have_mpi ? r[1].median_us : NAN;
             double ratio = have_mpi && mus > 0 ? wus / mus : NAN;
+            double walg, wbus, malg, mbus;
+            char t[4][32];
+            size_t total = total_bytes(e.c, bytes, b.size, 0);
+            bench_busbw(e.c->coll, total, b.size, wus, &walg, &wbus);
+            bench_busbw(e.c->coll, total, b.size, mus, &malg, &mbus);
             if (have_mpi) {
                 bench_printf(&b, "%-10zu%18.2f%18.2f%12.2f  %s\n", bytes, wus, mus, ratio, aname);
-                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s", bytes, wus, mus, ratio, aname);
+                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s,%s,%s,%s,%s", bytes, wus, mus, ratio, aname,
+                              bw_text(t[0], 32, walg), bw_text(t[1], 32, wbus),
+                              bw_text(t[2], 32, malg), bw_text(t[3], 32, mbus));
             } else {
                 bench_printf(&b, "%-10zu%18.2f%18s%12s  %s\n", bytes, wus, "n/a", "n/a", aname);
-                bench_csv_row(&csv, "%zu,%.3f,,,%s", bytes, wus, aname);
+                bench_csv_row(&csv, "%zu,%.3f,,,%s,%s,%s,,", bytes, wus, aname,
+                              bw_text(t[0], 32, walg), bw_text(t[1], 32, wbus));
             }
             bench_progress(&b, "weft_osu_%s: %zu bytes done", e.c->name, bytes);
         }

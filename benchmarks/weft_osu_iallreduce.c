@@ -208,6 +208,10 @@ typedef struct state {
     double compute_s[2];                 /* target compute per iteration: [0] Weft, [1] MPI */
     double comp_us[2][BENCH_MAX_ROUNDS]; /* measured compute per iteration, per round */
     double timed_s[2];                   /* timed part of the current loop: [0] Weft, [1] MPI */
+    double acc[2][3];                    /* --osu: seconds of compute, issue and wait in timed
+                                          * iterations (round >= 0), per library */
+    int cur_round;                       /* the round of the loop running (-1: warm-up) */
+    int osu_mpi;                         /* --osu=mpi: -c checks MPI's buffers */
 } state_t;
 
 /* Stream modes: wait for the stream; the compute time is what ran on it. */
@@ -226,8 +230,10 @@ static int weft_issue_wait(state_t *s, double compute_s, double *comp_acc)
 {
     weft_request_t req = WEFT_REQUEST_NULL;
     weft_comm_t comm = s->mode->comm ? s->mode->comm(s->mode_ctx) : s->b->comm;
+    double t_issue = bench_now();
     weft_status_t st =
         weft_iallreduce(s->wsend, s->wrecv, s->count, s->dt, WEFT_SUM, comm, &req);
+    t_issue = bench_now() - t_issue;
     if (st != WEFT_SUCCESS) {
         bench_error(s->b, "weft_iallreduce(count=%zu): %s (%s)", s->count, weft_status_name(st),
                     weft_strerror(st));
@@ -238,11 +244,17 @@ static int weft_issue_wait(state_t *s, double compute_s, double *comp_acc)
         s->mode->compute(s->mode_ctx, compute_s);
         if (!s->mode->sync) *comp_acc += bench_now() - t0; /* stream modes: see stream_sync */
     }
+    double t_wait = bench_now();
     st = weft_wait(&req);
+    t_wait = bench_now() - t_wait;
     if (st != WEFT_SUCCESS) {
         bench_error(s->b, "weft_wait(count=%zu): %s (%s)", s->count, weft_status_name(st),
                     weft_strerror(st));
         return 1;
+    }
+    if (s->cur_round >= 0) {
+        s->acc[0][1] += t_issue;
+        s->acc[0][2] += t_wait;
     }
     if (s->mode->sync && stream_sync(s, compute_s, comp_acc) != 0) return 1;
     return 0;
@@ -251,8 +263,10 @@ static int weft_issue_wait(state_t *s, double compute_s, double *comp_acc)
 static int mpi_issue_wait(state_t *s, double compute_s, double *comp_acc)
 {
     MPI_Request req = MPI_REQUEST_NULL;
+    double t_issue = bench_now();
     int rc = MPI_Iallreduce(s->msend, s->mrecv, (int)s->count, s->mdt, MPI_SUM, s->b->mpi_comm,
                             &req);
+    t_issue = bench_now() - t_issue;
     if (rc != MPI_SUCCESS) {
         bench_error(s->b, "MPI_Iallreduce(count=%zu) failed (code %d)", s->count, rc);
         return 1;
@@ -262,10 +276,16 @@ static int mpi_issue_wait(state_t *s, double compute_s, double *comp_acc)
         s->mode->compute(s->mode_ctx, compute_s);
         if (!s->mode->sync) *comp_acc += bench_now() - t0; /* stream modes: see stream_sync */
     }
+    double t_wait = bench_now();
     rc = MPI_Wait(&req, MPI_STATUS_IGNORE);
+    t_wait = bench_now() - t_wait;
     if (rc != MPI_SUCCESS) {
         bench_error(s->b, "MPI_Wait(count=%zu) failed (code %d)", s->count, rc);
         return 1;
+    }
+    if (s->cur_round >= 0) {
+        s->acc[1][1] += t_issue;
+        s->acc[1][2] += t_wait;
     }
     if (s->mode->sync && stream_sync(s, compute_s, comp_acc) != 0) return 1;
     return 0;
@@ -275,6 +295,7 @@ static int run_loop(state_t *s, int lib, int with_compute, long iters, int round
 {
     double comp = 0, timed = 0;
     double target = with_compute ? s->compute_s[lib] : 0;
+    s->cur_round = round;
     for (long i = 0; i < iters; i++) {
         double t0 = bench_now();
         int rc = lib == 0 ? weft_issue_wait(s, target, &comp) : mpi_issue_wait(s, target, &comp);
@@ -287,6 +308,7 @@ static int run_loop(state_t *s, int lib, int with_compute, long iters, int round
         }
     }
     s->timed_s[lib] = timed;
+    if (round >= 0) s->acc[lib][0] += comp;
     if (with_compute && round >= 0 && round < BENCH_MAX_ROUNDS)
         s->comp_us[lib][round] = comp / (double)iters * 1e6;
     return 0;
@@ -302,6 +324,86 @@ static double overlap_pct(double overall, double compute, double pure)
     if (!(pure > 0)) return 0;
     double v = 100.0 - 100.0 * (overall - compute) / pure;
     return v < 0 ? 0 : v;
+}
+
+/* ---- --osu ---------------------------------------------------------------------- */
+/* -c: iteration `iter`'s input in the send buffer of the library timed, its
+ * receive buffer cleared. */
+static int osu_prepare(void *ud, long iter)
+{
+    state_t *s = ud;
+    bench_fill_seed(s->osu_mpi ? s->msend : s->wsend, s->count, s->dt, bench_seed(s->b->rank, iter));
+    memset(s->osu_mpi ? s->mrecv : s->wrecv, 0, s->count * weft_datatype_size(s->dt));
+    return 0;
+}
+
+/* -c: the elements that differ from the sum over ranks of their inputs. */
+static long osu_check(void *ud, long iter)
+{
+    state_t *s = ud;
+    const void *r = s->osu_mpi ? s->mrecv : s->wrecv;
+    long bad = 0;
+    for (size_t i = 0; i < s->count; i++) {
+        double want = 0;
+        for (int k = 0; k < s->b->size; k++) want += bench_value(i, bench_seed(k, iter), s->dt);
+        bad += bench_get(r, i, s->dt) != want;
+    }
+    return bad;
+}
+
+/* OSU OMB 7's osu_iallreduce: pure communication timed OSU's way, then the
+ * overlapped loop with compute as long as the pure time (its average over
+ * ranks); every figure averaged over ranks; OSU's overlap (no MPI_Test calls
+ * during the compute: MPI_Test(us) is 0). CSV size_bytes,overall_us,
+ * compute_us,init_us,wait_us,pure_us,pure_min_us,pure_max_us,overlap_pct,
+ * errors. Returns 0, or 1. */
+static int run_osu_mode(bench_ctx_t *b, const bench_opts_t *o, state_t *s, bench_csv_t *csv)
+{
+    const size_t esz = weft_datatype_size(o->dtype);
+    const int lib = o->osu == BENCH_OSU_MPI;
+    s->osu_mpi = lib;
+    bench_osu_preamble(b, o, "OSU MPI Non-blocking Allreduce Latency Test");
+    bench_osu_nbc_preamble(b);
+    bench_osu_datatype(b, s->mdt, o->dtype);
+    bench_osu_nbc_header(b, o);
+    bench_variant_t vp = {"pure", lib ? mpi_pure : weft_pure, s, &s->timed_s[lib]};
+    bench_variant_t vo = {"overall", lib ? mpi_overall : weft_overall, s, &s->timed_s[lib]};
+    bench_osu_check_t chk = {osu_prepare, osu_check, s};
+    BENCH_FOR_SIZES(o, bytes) {
+        if (bytes < esz) continue;
+        s->count = bytes / esz;
+        bench_osu_result_t rp, ro;
+        if (bench_run_osu(b, o, bytes, &vp, &chk, 0, &rp) != 0) {
+            bench_error(b, "size %zu: pure communication failed", bytes);
+            return 1;
+        }
+        s->compute_s[lib] = rp.avg_us * 1e-6;
+        memset(s->acc, 0, sizeof s->acc);
+        if (bench_run_osu(b, o, bytes, &vo, &chk, 0, &ro) != 0) {
+            bench_error(b, "size %zu: overlapped communication failed", bytes);
+            return 1;
+        }
+        /* compute, issue and wait: each rank's mean, averaged over ranks */
+        double mean[3], sum[3];
+        for (int k = 0; k < 3; k++) mean[k] = s->acc[lib][k] * 1e6 / (double)ro.iters;
+        if (MPI_Allreduce(mean, sum, 3, MPI_DOUBLE, MPI_SUM, b->ctl) != MPI_SUCCESS) {
+            bench_error(b, "MPI_Allreduce of the compute times failed");
+            return 1;
+        }
+        double us[9] = {ro.avg_us, sum[0] / b->size, sum[1] / b->size, 0.0, sum[2] / b->size,
+                        rp.avg_us, rp.min_us, rp.max_us, 0};
+        us[8] = overlap_pct(us[0], us[1], us[5]);
+        long errors = rp.errors + ro.errors;
+        bench_osu_nbc_row(b, o, bytes, us, errors);
+        bench_csv_row(csv, "%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.2f,%ld", bytes, us[0], us[1],
+                      us[2], us[4], us[5], us[6], us[7], us[8], errors);
+        if (errors > 0) {
+            bench_osu_validation_failed(b, bytes);
+            return 1;
+        }
+        bench_progress(b, "weft_osu_iallreduce --osu: %zu bytes done", bytes);
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -320,11 +422,18 @@ int main(int argc, char **argv)
                                         "                       kernel on a CUDA stream (the collective runs on a comm bound to\n"
                                         "                       that stream; the host synchronises with it after the wait)\n",
                          .extra = parse_extra,
-                         .extra_ud = &ex};
+                         .extra_ud = &ex,
+                         .osu = 1};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     rc = bench_apply_algo(&b, &o, WEFT_COLL_ALLREDUCE);
     if (rc != 0) return bench_finalize(&b, rc);
+    if (o.osu == BENCH_OSU_MPI && bench_mpi_dtype(o.dtype) == MPI_DATATYPE_NULL) {
+        if (b.rank == 0)
+            fprintf(stderr, "weft_osu_iallreduce: error: --osu=mpi: MPI has no such datatype (-T)\n"
+                            "Try 'weft_osu_iallreduce --help'.\n");
+        return bench_finalize(&b, BENCH_PARSE_USAGE);
+    }
 
     state_t *s = calloc(1, sizeof *s);
     if (!s) {
@@ -366,9 +475,16 @@ int main(int argc, char **argv)
     bench_fill(s->msend, maxcount, o.dtype, b.rank);
 
     if (bench_csv_open(&b, &csv, o.csv_path,
-                       "size_bytes,weft_overall_us,weft_compute_us,weft_pure_us,weft_overlap_pct,"
-                       "mpi_overall_us,mpi_compute_us,mpi_pure_us,mpi_overlap_pct") != 0) {
+                       o.osu ? "size_bytes,overall_us,compute_us,init_us,wait_us,pure_us,pure_min_us,"
+                               "pure_max_us,overlap_pct,errors"
+                             : "size_bytes,weft_overall_us,weft_compute_us,weft_pure_us,weft_overlap_pct,"
+                               "mpi_overall_us,mpi_compute_us,mpi_pure_us,mpi_overlap_pct") != 0) {
         rc = 1;
+        goto out;
+    }
+    if (o.osu) {
+        rc = run_osu_mode(&b, &o, s, &csv);
+        if (bench_csv_close(&csv) != 0) rc = 1;
         goto out;
     }
     bench_print_header(&b, &o, "Weft nonblocking allreduce overlap test (weft_osu_iallreduce)",

@@ -42,6 +42,8 @@ typedef struct state {
     weft_request_t *wreq;       /* window entries each */
     MPI_Request *mreq;
     MPI_Status *mstat;          /* (MPI_STATUSES_IGNORE trips a GCC 12 false warning) */
+    int lib;                    /* --osu: the buffers -c checks, 0 Weft's, 1 MPI's */
+    int lat;                    /* --osu: 1 latency, 0 bandwidth */
 } state_t;
 
 static int weft_fail(state_t *s, const char *what, weft_status_t st)
@@ -196,7 +198,7 @@ static int parse_extra(void *ud, const char *name, const char *value)
         e->mpi_thread = 1;
         return BENCH_OPT_OK;
     }
-    if (strcmp(name, "window") == 0) {
+    if (strcmp(name, "window") == 0 || strcmp(name, "window-size") == 0) { /* OSU: -W */
         if (value == NULL) return BENCH_OPT_NEEDS_VALUE;
         if (bench_parse_long(value, 1, &e->window) != 0 || e->window > MAX_WINDOW)
             return BENCH_OPT_BAD_VALUE;
@@ -207,18 +209,85 @@ static int parse_extra(void *ud, const char *name, const char *value)
 
 static size_t next_size(size_t bytes) { return bytes == 0 ? 1 : bytes * 2; }
 
+/* ---- --osu ------------------------------------------------------------------------ */
+/* -c: iteration `iter`'s message in the send buffer of the library timed,
+ * its receive buffer cleared. */
+static int osu_prepare(void *ud, long iter)
+{
+    state_t *s = ud;
+    bench_fill_seed(s->sbuf[s->lib], s->bytes, WEFT_UINT8, bench_seed(s->b->rank, iter));
+    memset(s->rbuf[s->lib], 0, s->bytes);
+    return 0;
+}
+
+/* -c: the bytes received that are not the peer's message: both sides of a
+ * round trip (latency), the receiver of the window (bandwidth). */
+static long osu_check(void *ud, long iter)
+{
+    state_t *s = ud;
+    const int me = s->b->rank;
+    if (me > 1 || (!s->lat && me != 1)) return 0;
+    long bad = 0;
+    for (size_t i = 0; i < s->bytes; i++)
+        bad += bench_get(s->rbuf[s->lib], i, WEFT_UINT8) != bench_value(i, bench_seed(1 - me, iter), WEFT_UINT8);
+    return bad;
+}
+
+/* OSU OMB 7's osu_latency and osu_bw: per test its title, column and
+ * datatype lines (in osu_latency's order), one row per size, rank 0's
+ * figure (half its mean round trip; window bytes over its mean window
+ * time). OSU has no -f for these: the columns stay. CSV
+ * test,size_bytes,value,unit,iterations,errors. Returns 0, or 1. */
+static int run_osu_mode(bench_ctx_t *b, const bench_opts_t *o, const extra_t *e, state_t *s,
+                        bench_csv_t *csv)
+{
+    s->lib = o->osu == BENCH_OSU_MPI;
+    for (int pass = 1; pass <= 2; pass++) {
+        if (!(e->mode & pass)) continue;
+        s->lat = pass == 1;
+        bench_osu_preamble(b, o, s->lat ? "OSU MPI Latency Test" : "OSU MPI Bandwidth Test");
+        bench_osu_p2p_header(b, o, s->lat ? "Latency (us)" : "Bandwidth (MB/s)");
+        bench_osu_datatype(b, MPI_BYTE, WEFT_UINT8);
+        bench_variant_t v = {"", NULL, s, NULL};
+        v.run = s->lat ? (s->lib ? lat_mpi : lat_weft) : (s->lib ? bw_mpi : bw_weft);
+        bench_osu_check_t chk = {osu_prepare, osu_check, s};
+        for (size_t bytes = o->min_bytes; bytes <= o->max_bytes; bytes *= 2) {
+            s->bytes = bytes;
+            bench_osu_result_t r;
+            if (bench_run_osu(b, o, s->lat ? bytes : bytes * (size_t)s->window, &v, &chk, 1, &r) != 0) {
+                bench_error(b, "%s, size %zu failed", s->lat ? "latency" : "bandwidth", bytes);
+                return 1;
+            }
+            double value = s->lat ? r.rank0_us / 2
+                                  : r.rank0_us > 0 ? (double)bytes * s->window / r.rank0_us : NAN;
+            bench_osu_p2p_row(b, o, bytes, value, r.errors);
+            bench_csv_row(csv, "%s,%zu,%.3f,%s,%ld,%ld", s->lat ? "latency" : "bandwidth", bytes,
+                          value, s->lat ? "us" : "MB/s", r.iters, r.errors);
+            if (r.errors > 0) {
+                bench_osu_validation_failed(b, bytes);
+                return 1;
+            }
+            bench_progress(b, "weft_osu_p2p --osu: %s %zu bytes done", s->lat ? "latency" : "bw", bytes);
+            if (bytes > o->max_bytes / 2) break;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     bench_ctx_t b;
     bench_opts_t o;
     extra_t e = {.mode = 3, .window = 64};
+    static const bench_short_t shorts[] = {{'W', "window-size"}, {0, NULL}};
     int rc = bench_init(&b, &argc, &argv);
     if (rc != 0) return rc;
     bench_spec_t spec = {.prog = "weft_osu_p2p",
                          .what = "Point-to-point latency (ping-pong) and bandwidth (window) of Weft's "
                                  "send/recv and of MPI's, interleaved in the same run.",
                          .extra_usage = "  --mode lat|bw|both   what to measure (default both)\n"
-                                        "  --window W           sends in flight for bandwidth (default 64, "
+                                        "  --window W, --window-size W, -W W\n"
+                                        "                       sends in flight for bandwidth (default 64, "
                                         "at most 1024)\n"
                                         "  --mpi-thread         an extra thread polls MPI (MPI_Iprobe) all along\n"
                                         "  (MIN = 1 also times 0-byte latency; -T is not used: messages "
@@ -227,7 +296,9 @@ int main(int argc, char **argv)
                          .extra_ud = &e,
                          .min_bytes = 1, /* default -m: osu_latency's range */
                          .max_bytes = 4u << 20,
-                         .bytes_only = 1};
+                         .bytes_only = 1,
+                         .osu = 1,
+                         .shorts = shorts};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (b.size < 2) {
@@ -251,13 +322,17 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++) bench_fill(s->sbuf[k], o.max_bytes, WEFT_UINT8, b.rank);
 
     bench_csv_t csv;
-    if (bench_csv_open(&b, &csv, o.csv_path, "test,size_bytes,weft,mpi,weft_over_mpi,unit") != 0) {
+    if (bench_csv_open(&b, &csv, o.csv_path,
+                       o.osu ? "test,size_bytes,value,unit,iterations,errors"
+                             : "test,size_bytes,weft,mpi,weft_over_mpi,unit") != 0) {
         rc = 1;
         goto out_free;
     }
-    bench_print_header(&b, &o, "Weft point-to-point test (weft_osu_p2p)", NULL);
-    bench_printf(&b, "# Ranks 0 and 1 communicate; MPI baseline on its own dup of "
-                     "MPI_COMM_WORLD\n");
+    if (!o.osu) {
+        bench_print_header(&b, &o, "Weft point-to-point test (weft_osu_p2p)", NULL);
+        bench_printf(&b, "# Ranks 0 and 1 communicate; MPI baseline on its own dup of "
+                         "MPI_COMM_WORLD\n");
+    }
 
     noise_t noise = {.comm = MPI_COMM_NULL};
     pthread_t noise_th;
@@ -277,6 +352,10 @@ int main(int argc, char **argv)
             goto out_noise;
         }
         bench_printf(&b, "# --mpi-thread: another thread of every rank polls MPI_Iprobe all along\n");
+    }
+    if (o.osu) {
+        rc = run_osu_mode(&b, &o, &e, s, &csv);
+        goto out_noise;
     }
 
     rc = 0;

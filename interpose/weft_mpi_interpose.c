@@ -7,7 +7,9 @@
  * MPI_Reduce, MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Barrier, their
  * nonblocking forms, the MPI-4 large-count (_c) forms of all but the
  * barriers, MPI_Init, MPI_Init_thread, MPI_Query_thread and
- * MPI_Finalize (MPI's profiling interface, PMPI). A call goes to Weft when
+ * MPI_Finalize, and with MPICH the completion calls MPI_Wait, MPI_Waitall,
+ * MPI_Waitany, MPI_Waitsome, MPI_Testall, MPI_Testany and MPI_Testsome
+ * (MPI's profiling interface, PMPI). A call goes to Weft when
  * Weft serves it (built-in datatypes and operations, intracommunicators,
  * contiguous data, MPI_IN_PLACE); everything else goes to its PMPI_ entry
  * unchanged. It uses only Weft's public API (weft.h, weft_mpi.h); libweft
@@ -25,10 +27,13 @@
  *    looks at its own type layout: a program that describes one message with
  *    a contiguous datatype on one rank and a non-contiguous one on another
  *    would split between Weft and MPI (WEFT_MPI_CALLS limits what is served).
- *  - Nonblocking calls return generalized requests, so MPI_Wait/Test/
- *    Waitall/Testany work: with MPICH (MPIX_Grequest_start) MPI_Test polls
- *    the Weft request and the interposed MPI_Wait/MPI_Waitall wait on it
- *    with weft_wait; elsewhere Weft's completion callback completes them
+ *  - Nonblocking calls return generalized requests, so every MPI completion
+ *    call works: with MPICH (MPIX_Grequest_start) the interposed
+ *    MPI_Wait/MPI_Waitall wait on ours with weft_wait, MPI_Waitany/
+ *    MPI_Waitsome test them and sleep on a doorbell Weft's completion
+ *    callback rings (bounded pauses when MPI requests are mixed in),
+ *    MPI_Testall/Testany/Testsome test them with weft_test (MPI_Test is
+ *    MPICH's, which polls them), and MPICH's own call then does the rest; elsewhere Weft's completion callback completes them
  *    (weft_request_on_complete + MPI_Grequest_complete).
  *  - A Weft failure is returned as an MPI error code of the matching class
  *    through the communicator's error handler (MPI_Comm_call_errhandler).
@@ -40,13 +45,16 @@
  * communicator ordered by the program, as MPI requires.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <mpi.h>
 #include <weft_mpi.h>
@@ -625,6 +633,7 @@ typedef struct greq {
     MPI_Request mpi;
     weft_status_t st;   /* the operation's status, written before MPI_Grequest_complete */
     int completed;      /* MPI_Grequest_complete called */
+    int armed;          /* WMPI_POLL: the doorbell callback is registered (once) */
     wmpi_comm_t *e;
     struct greq *next;  /* live list (WMPI_POLL: MPI_Wait and MPI_Waitall find it there) */
 } greq_t;
@@ -803,15 +812,138 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
 }
 
 #if WMPI_POLL
-/* MPI_Wait and MPI_Waitall: a request of ours is first waited on in Weft
- * (weft_wait, as a waiter) and completed; MPICH then finds it complete. Other
- * requests are MPICH's alone. MPI_Test* keep MPICH's single poll. */
+/* The completion calls on arrays that hold requests of ours (the thread
+ * contract is MPI's: a request is completed by one thread at a time).
+ *
+ * MPI_Wait and MPI_Waitall: a request of ours is first waited on in Weft
+ * (weft_wait, as a waiter) and completed; MPICH then finds it complete. A
+ * request of another kind is MPICH's alone.
+ *
+ * MPI_Waitany and MPI_Waitsome: one active request left, ours, is waited on
+ * as by MPI_Wait. Otherwise the caller loops: test ours (weft_test),
+ * then MPICH's MPI_Testany/MPI_Testsome on the whole array (which tests and
+ * progresses the others and returns the statuses), then sleeps on the
+ * doorbell, a condition variable that Weft's completion callback of each of
+ * our requests in the array rings (weft_request_on_complete, registered on
+ * the first such wait): when every active request is ours, until one
+ * completes; when MPI requests are mixed in, MPI progresses only inside MPI
+ * calls, so the sleep is bounded (a few polls with sched_yield, then 5 us
+ * doubling to 250 us) and a Weft completion still ends it at once. Nothing
+ * spins: on an oversubscribed node the engine and the peers get the core.
+ *
+ * MPI_Testall, MPI_Testany and MPI_Testsome test our requests with
+ * weft_test (completing the finished ones) and hand the array to MPICH,
+ * whose answer, statuses and MPI_UNDEFINED/MPI_REQUEST_NULL rules are the
+ * program's. MPI_Test is not interposed: libweft itself calls MPI_Test (the
+ * MPI transport's polling, the MPI passthrough algorithm), which would then
+ * pass through here on the engine's hot path; MPICH's MPI_Test polls our
+ * request's greq_poll (weft_test) itself. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;   /* initialised by doorbell_init, on CLOCK_MONOTONIC if it can */
+    unsigned long gen;     /* rings so far */
+} doorbell = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static pthread_once_t doorbell_once = PTHREAD_ONCE_INIT;
+static clockid_t doorbell_clock = CLOCK_REALTIME; /* the clock of the condition's deadlines */
+static int doorbell_ok;                            /* the condition variable is initialised */
+
+/* Once, before the first request is armed (arm_ours), so before any ring or
+ * wait: pthread_once publishes it to every thread that calls it after. */
+static void doorbell_init(void)
+{
+    pthread_condattr_t a;
+    int attr = pthread_condattr_init(&a) == 0;
+    if (attr && pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 &&
+        pthread_cond_init(&doorbell.cond, &a) == 0) {
+        doorbell_clock = CLOCK_MONOTONIC;
+        doorbell_ok = 1;
+    } else if (pthread_cond_init(&doorbell.cond, NULL) == 0) {
+        doorbell_ok = 1;
+    } else {
+        wmpi_log("pthread_cond_init failed: waits on requests of ours poll with pauses");
+    }
+    if (attr) pthread_condattr_destroy(&a);
+}
+
+/* Weft's completion callback of an armed request: on the engine thread (or a
+ * thread driving progress), outside Weft's progress lock; short, never
+ * blocks for long. It does not touch the request (the program may have
+ * freed it by then): it only rings. */
+static void doorbell_ring(void *arg, weft_status_t status)
+{
+    (void)arg;
+    (void)status;
+    pthread_mutex_lock(&doorbell.lock);
+    doorbell.gen++;
+    if (doorbell_ok) pthread_cond_broadcast(&doorbell.cond);
+    pthread_mutex_unlock(&doorbell.lock);
+}
+
+static unsigned long doorbell_read(void)
+{
+    pthread_mutex_lock(&doorbell.lock);
+    unsigned long g = doorbell.gen;
+    pthread_mutex_unlock(&doorbell.lock);
+    return g;
+}
+
+/* Sleep until the doorbell rings after `seen`, or ns nanoseconds (ns < 0:
+ * no limit). */
+static void doorbell_wait(unsigned long seen, long ns)
+{
+    struct timespec dl;
+    if (!doorbell_ok) { /* no condition variable: a pause, then the caller polls */
+        struct timespec t = {0, ns >= 0 && ns < 50000L ? ns : 50000L};
+        nanosleep(&t, NULL);
+        return;
+    }
+    if (ns >= 0) {
+        clock_gettime(doorbell_clock, &dl);
+        dl.tv_nsec += ns;
+        while (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+    }
+    pthread_mutex_lock(&doorbell.lock);
+    while (doorbell.gen == seen) {
+        int rc = ns < 0 ? pthread_cond_wait(&doorbell.cond, &doorbell.lock)
+                        : pthread_cond_timedwait(&doorbell.cond, &doorbell.lock, &dl);
+        if (rc == ETIMEDOUT || (rc != 0 && rc != EINTR)) break;
+    }
+    pthread_mutex_unlock(&doorbell.lock);
+}
+
+/* Complete g by weft_wait (a waiter: it drives progress while the engine naps). */
+static void wait_greq(greq_t *g)
+{
+    int rc = greq_finish(g, weft_wait(&g->wr));
+    if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+}
+
+/* Complete g if its operation is done (weft_test; never blocks). */
+static void test_greq(greq_t *g)
+{
+    if (g->completed) return;
+    int done = 0;
+    weft_status_t st = weft_test(&g->wr, &done);
+    if (!done && st == WEFT_SUCCESS) return;
+    int rc = greq_finish(g, st);
+    if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+}
+
 static void wait_ours(MPI_Request r)
 {
     greq_t *g = greq_find(r);
-    if (g == NULL) return;
-    int rc = greq_finish(g, weft_wait(&g->wr));
-    if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+    if (g != NULL) wait_greq(g);
+}
+
+static void test_ours(int count, const MPI_Request reqs[])
+{
+    for (int i = 0; reqs != NULL && i < count; i++) {
+        greq_t *g = greq_find(reqs[i]);
+        if (g != NULL) test_greq(g);
+    }
 }
 
 WMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
@@ -824,6 +956,125 @@ WMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status status
 {
     for (int i = 0; requests != NULL && i < count; i++) wait_ours(requests[i]);
     return PMPI_Waitall(count, requests, statuses);
+}
+
+/* The requests of an array: ours still open (the last one in *one), and
+ * others that are not MPI_REQUEST_NULL. */
+static void classify(int count, const MPI_Request reqs[], int *ours, int *others, greq_t **one)
+{
+    *ours = *others = 0;
+    *one = NULL;
+    for (int i = 0; reqs != NULL && i < count; i++) {
+        if (reqs[i] == MPI_REQUEST_NULL) continue;
+        greq_t *g = greq_find(reqs[i]);
+        if (g != NULL) {
+            ++*ours;
+            *one = g;
+        } else {
+            ++*others;
+        }
+    }
+}
+
+/* Register the doorbell on our open requests of the array. Returns 1 when
+ * every one of them will ring it. */
+static int arm_ours(int count, const MPI_Request reqs[])
+{
+    int all = 1;
+    (void)pthread_once(&doorbell_once, doorbell_init);
+    for (int i = 0; i < count; i++) {
+        greq_t *g = greq_find(reqs[i]);
+        if (g == NULL || g->armed) continue;
+        weft_status_t st = weft_request_on_complete(g->wr, doorbell_ring, NULL);
+        if (st == WEFT_SUCCESS) g->armed = 1;
+        else all = 0; /* released already (then tested done) or refused: poll */
+    }
+    return all && doorbell_ok;
+}
+
+/* Between two polls of a wait on a mixed array: the doorbell with a bound
+ * (a few yields first); on ours only (sure to ring), without one. */
+static void wait_pause(unsigned long seen, unsigned pass, int bounded)
+{
+    if (!bounded) {
+        doorbell_wait(seen, -1);
+    } else if (pass < 4) {
+        sched_yield();
+    } else {
+        unsigned sh = pass - 4 < 6 ? pass - 4 : 6; /* 5 us .. 320 us, capped at 250 */
+        long ns = 5000L << sh;
+        doorbell_wait(seen, ns < 250000L ? ns : 250000L);
+    }
+}
+
+/* MPI_Waitany / MPI_Waitsome on an array with requests of ours: poll, pause,
+ * poll (above). some = 0: Testany's (index, status); 1: Testsome's. */
+static int wait_any_or_some(int some, int count, MPI_Request reqs[], int *index, int *outcount,
+                            int indices[], MPI_Status *statuses)
+{
+    int ours, others;
+    greq_t *one;
+    classify(count, reqs, &ours, &others, &one);
+    if (ours == 1 && others == 0) { /* the last open request, ours: as MPI_Wait */
+        wait_greq(one);
+        return some ? PMPI_Waitsome(count, reqs, outcount, indices, statuses)
+                    : PMPI_Waitany(count, reqs, index, statuses);
+    }
+    const int armed = arm_ours(count, reqs); /* also with others: a Weft completion ends a pause */
+    const int bounded = others > 0 || !armed;
+    for (unsigned pass = 0;; pass++) {
+        unsigned long seen = doorbell_read(); /* a completion after this ends the pause */
+        test_ours(count, reqs);
+        int rc, flag = 0;
+        if (some) {
+            rc = PMPI_Testsome(count, reqs, outcount, indices, statuses);
+            flag = rc != MPI_SUCCESS || *outcount != 0; /* MPI_UNDEFINED: nothing active */
+        } else {
+            rc = PMPI_Testany(count, reqs, index, &flag, statuses);
+            flag = flag || rc != MPI_SUCCESS;
+        }
+        if (flag) return rc;
+        wait_pause(seen, pass, bounded);
+    }
+}
+
+WMPI_EXPORT int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    int ours, others;
+    greq_t *one;
+    classify(count, requests, &ours, &others, &one);
+    if (ours == 0) return PMPI_Waitany(count, requests, index, status);
+    return wait_any_or_some(0, count, requests, index, NULL, NULL, status);
+}
+
+WMPI_EXPORT int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                             MPI_Status statuses[])
+{
+    int ours, others;
+    greq_t *one;
+    classify(incount, requests, &ours, &others, &one);
+    if (ours == 0) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+    return wait_any_or_some(1, incount, requests, NULL, outcount, indices, statuses);
+}
+
+WMPI_EXPORT int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    test_ours(count, requests);
+    return PMPI_Testall(count, requests, flag, statuses);
+}
+
+WMPI_EXPORT int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag,
+                            MPI_Status *status)
+{
+    test_ours(count, requests);
+    return PMPI_Testany(count, requests, index, flag, status);
+}
+
+WMPI_EXPORT int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                             MPI_Status statuses[])
+{
+    test_ours(incount, requests);
+    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
 }
 #endif
 

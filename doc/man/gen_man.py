@@ -104,8 +104,34 @@ force an algorithm (weft_comm_set_algo); an unknown name is refused with the val
 \fB\-\-csv\fR \fIFILE\fR; \fB\-\-quiet\fR
 also write the figures as CSV; no progress lines
 .TP
-\fB\-h\fR, \fB\-\-help\fR; \fB\-V\fR, \fB\-\-version\fR
+\fB\-h\fR, \fB\-\-help\fR; \fB\-V\fR, \fB\-v\fR, \fB\-\-version\fR
 usage; version and build options
+.PP
+OSU OMB 7's spellings are taken too: \fB\-\-message\-size\fR (also \fIMIN\fR: and :\fIMAX\fR),
+\fB\-\-iterations\fR, \fB\-\-warmup\fR, \fB\-\-type\fR (and its names mpi_char, mpi_int,
+mpi_float).
+"""
+
+# The --osu mode of weft_osu_allreduce, weft_osu_coll and weft_osu_p2p
+# (benchmarks/bench_common.h), put in place of @OSU_OPTIONS@.
+OSU_OPTIONS = r""".TP
+\fB\-\-osu\fR[=\fIweft\fR|\fImpi\fR]
+print what OSU OMB 7's own benchmark prints, in its layout, for a parser written for OMB: a
+blank line, the title (\(lq# OSU MPI Allreduce Latency Test v7.4\(rq), \(lq# Datatype:
+MPI_FLOAT.\(rq, the column line \(lq# Size  Avg Latency(us)\(rq, then one row per size (size
+in 10 columns, figures in 20 with 2 decimals). It times Weft's call (or MPI's, \fB=mpi\fR)
+OSU's way: each iteration alone between barriers, each rank's mean over the iterations, their
+sum over ranks divided by the number of ranks, the minimum and the maximum over ranks. The
+default output (Weft beside MPI) is unchanged without it.
+.TP
+\fB\-f\fR, \fB\-\-full\fR
+with \fB\-\-osu\fR: also the columns Min Latency(us), Max Latency(us) (over ranks) and
+Iterations
+.TP
+\fB\-c\fR, \fB\-\-validation\fR
+with \fB\-\-osu\fR: each iteration's inputs differ; each rank checks its result against the
+value computed from every rank's inputs (the column Validation, Pass or Fail); a failed size
+ends the run with OSU's \(lqDATA VALIDATION ERROR\(rq line and exit status 1
 """
 
 
@@ -233,7 +259,8 @@ def pages(root, version):
     for fn in sorted(os.listdir(pdir)):
         if fn.endswith(".1"):
             text = read(os.path.join(pdir, fn)).replace("@VERSION@", version)
-            files["man1/" + fn] = text.replace("@BENCH_OPTIONS@\n", BENCH_OPTIONS)
+            text = text.replace("@BENCH_OPTIONS@\n", BENCH_OPTIONS)
+            files["man1/" + fn] = text.replace("@OSU_OPTIONS@\n", OSU_OPTIONS)
     return files
 
 

@@ -3,7 +3,10 @@
  * collective libweft-mpi.so intercepts against MPI's own result, bit for
  * bit: each call is made through its MPI_ name (Weft's, under the preload)
  * and, on copies of the same inputs, through its PMPI_ name (always the MPI
- * library's). Blocking and nonblocking forms (Wait, Test, Waitall, Testany),
+ * library's). Blocking and nonblocking forms (Wait, Test, Waitall, Testany;
+ * arrays of collectives mixed with point-to-point requests and
+ * MPI_REQUEST_NULL entries completed by Waitany, Waitsome, Testany,
+ * Testsome and Testall, with the receive's status checked),
  * odd counts, MPI_IN_PLACE, every root, calls that must fall through (user
  * operations, derived and non-contiguous datatypes, MPI_SHORT, MPI_LAND,
  * MPI_MAXLOC), communicators split, duplicated and freed in a loop,
@@ -476,6 +479,204 @@ static void test_barrier(MPI_Comm comm, int nb)
     }
 }
 
+/* ---- Waitany, Waitsome, Testany, Testsome, Testall on mixed arrays -------------- */
+/* The status of the receive of n ints from `from` with tag 77. */
+static void check_recv_status(const MPI_Status *st, int from, int n)
+{
+    int got = -1;
+    MPI_OK(MPI_Get_count(st, MPI_INT, &got));
+    if (st->MPI_SOURCE != from || st->MPI_TAG != 77 || got != n) {
+        fprintf(stderr, "rank %d: receive status source %d tag %d count %d, want %d 77 %d [%s]\n",
+                rank, st->MPI_SOURCE, st->MPI_TAG, got, from, n, where);
+        errors++;
+    }
+}
+
+/* A completed index: once each, never an MPI_REQUEST_NULL entry (nulls). */
+static void note_index(int idx, int count, unsigned nulls, unsigned *seen)
+{
+    if (idx < 0 || idx >= count || (nulls & (1u << idx)) || (*seen & (1u << idx))) {
+        fprintf(stderr, "rank %d: completion index %d (seen 0x%x) [%s]\n", rank, idx, *seen, where);
+        errors++;
+        return;
+    }
+    *seen |= 1u << idx;
+}
+
+static void pause_us(long us)
+{
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
+enum { A_WAITANY, A_WAITSOME, A_TESTANY, A_TESTSOME, A_TESTALL, ARRAY_WAYS };
+static const char *const array_ways[ARRAY_WAYS] = {"waitany", "waitsome", "testany", "testsome",
+                                                   "testall"};
+
+/* Collectives (Weft's under the preload) and point-to-point requests (MPI's
+ * always) in one array with MPI_REQUEST_NULL entries, completed by each of
+ * the array calls in turn; mixed = 0: the collectives alone. Results against
+ * PMPI_, the receive's status, every index once. */
+static void test_array_completion(MPI_Comm comm, int count, int seed, int mixed)
+{
+    int crank, csize;
+    MPI_Comm_rank(comm, &crank);
+    MPI_Comm_size(comm, &csize);
+    const int left = (crank + csize - 1) % csize, right = (crank + 1) % csize;
+    size_t n = (size_t)count;
+    int *a = xmalloc(4 * n), *ra = xmalloc(4 * n), *ga = xmalloc(4 * n);
+    int *snd = xmalloc(4 * n), *rcv = xmalloc(4 * n), *want = xmalloc(4 * n);
+    double *b = xmalloc(8 * n), *rb = xmalloc(8 * n);
+    for (int way = 0; way < ARRAY_WAYS; way++) {
+        char label[64];
+        snprintf(label, sizeof label, "%s, %s array", array_ways[way], mixed ? "mixed" : "collectives");
+        where = label;
+        fill(a, n, K_INT32, seed + way);
+        fill(b, n, K_DOUBLE, seed + way + 10);
+        fill(snd, n, K_INT32, seed + way + 20);
+        memset(rcv, 0, 4 * n);
+        MPI_OK(PMPI_Allreduce(a, ra, count, MPI_INT, MPI_SUM, comm));
+        memcpy(rb, b, 8 * n);
+        MPI_OK(PMPI_Bcast(rb, count, MPI_DOUBLE, csize - 1, comm));
+        /* what the left neighbour sends: its own snd */
+        MPI_OK(PMPI_Sendrecv(snd, count, MPI_INT, right, 78, want, count, MPI_INT, left, 78, comm,
+                             MPI_STATUS_IGNORE));
+        enum { NQ = 7 };
+        MPI_Request q[NQ];
+        unsigned nulls = 0, seen = 0;
+        for (int k = 0; k < NQ; k++) q[k] = MPI_REQUEST_NULL;
+        MPI_OK(MPI_Iallreduce(a, ga, count, MPI_INT, MPI_SUM, comm, &q[0]));
+        nulls |= 1u << 1; /* q[1] stays MPI_REQUEST_NULL */
+        if (mixed) MPI_OK(MPI_Irecv(rcv, count, MPI_INT, left, 77, comm, &q[2]));
+        else nulls |= 1u << 2;
+        MPI_OK(MPI_Ibcast(b, count, MPI_DOUBLE, csize - 1, comm, &q[3]));
+        if (mixed) MPI_OK(MPI_Isend(snd, count, MPI_INT, right, 77, comm, &q[4]));
+        else nulls |= 1u << 4;
+        MPI_OK(MPI_Ibarrier(comm, &q[5]));
+        nulls |= 1u << 6;
+        const unsigned all = ((1u << NQ) - 1) & ~nulls;
+        MPI_Status st[NQ];
+        for (int guard = 0; seen != all && guard < 10000000; guard++) {
+            int idx = -1, flag = 0, out = 0, ids[NQ];
+            switch (way) {
+            case A_WAITANY:
+                MPI_OK(MPI_Waitany(NQ, q, &idx, &st[0]));
+                if (idx == MPI_UNDEFINED) guard = 10000000; /* nothing active: must not happen yet */
+                else {
+                    note_index(idx, NQ, nulls, &seen);
+                    if (idx == 2) check_recv_status(&st[0], left, count);
+                }
+                break;
+            case A_WAITSOME:
+            case A_TESTSOME:
+                if (way == A_WAITSOME) MPI_OK(MPI_Waitsome(NQ, q, &out, ids, st));
+                else MPI_OK(MPI_Testsome(NQ, q, &out, ids, st));
+                if (out == MPI_UNDEFINED) guard = 10000000;
+                for (int k = 0; k < out && out != MPI_UNDEFINED; k++) {
+                    note_index(ids[k], NQ, nulls, &seen);
+                    if (ids[k] == 2) check_recv_status(&st[k], left, count);
+                }
+                if (way == A_WAITSOME && out == 0) {
+                    fprintf(stderr, "rank %d: MPI_Waitsome returned no request [%s]\n", rank, where);
+                    errors++;
+                }
+                if (out == 0) pause_us(20);
+                break;
+            case A_TESTANY:
+                MPI_OK(MPI_Testany(NQ, q, &idx, &flag, &st[0]));
+                if (flag && idx == MPI_UNDEFINED) guard = 10000000;
+                else if (flag) {
+                    note_index(idx, NQ, nulls, &seen);
+                    if (idx == 2) check_recv_status(&st[0], left, count);
+                } else {
+                    pause_us(20);
+                }
+                break;
+            case A_TESTALL:
+                MPI_OK(MPI_Testall(NQ, q, &flag, st));
+                if (flag) {
+                    seen = all;
+                    if (mixed) check_recv_status(&st[2], left, count);
+                } else {
+                    pause_us(20);
+                }
+                break;
+            }
+        }
+        if (seen != all) {
+            fprintf(stderr, "rank %d: completed 0x%x of 0x%x [%s]\n", rank, seen, all, where);
+            errors++;
+        }
+        for (int k = 0; k < NQ; k++)
+            if (q[k] != MPI_REQUEST_NULL) {
+                fprintf(stderr, "rank %d: request %d not released [%s]\n", rank, k, where);
+                errors++;
+            }
+        /* nothing active left: the any/some calls say MPI_UNDEFINED */
+        int idx = 0, out = 0, ids[NQ], flag = 0;
+        MPI_OK(MPI_Waitany(NQ, q, &idx, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Waitsome(NQ, q, &out, ids, st)); /* (MPI_STATUSES_IGNORE: a GCC 12 false warning) */
+        if (idx != MPI_UNDEFINED || out != MPI_UNDEFINED) {
+            fprintf(stderr, "rank %d: on an empty array index %d outcount %d [%s]\n", rank, idx, out,
+                    where);
+            errors++;
+        }
+        MPI_OK(MPI_Testany(NQ, q, &idx, &flag, MPI_STATUS_IGNORE));
+        if (!flag || idx != MPI_UNDEFINED) {
+            fprintf(stderr, "rank %d: Testany on an empty array flag %d index %d [%s]\n", rank, flag,
+                    idx, where);
+            errors++;
+        }
+        same("iallreduce in an array", ga, ra, 4 * n);
+        same("ibcast in an array", b, rb, 8 * n);
+        if (mixed) same("irecv in an array", rcv, want, 4 * n);
+    }
+    free(a); free(ra); free(ga); free(snd); free(rcv); free(want); free(b); free(rb);
+}
+
+/* MPI_Waitany must not wait for one request while another is the one that
+ * can complete: rank 0 waits on [its allreduce, a 1 MiB send to rank 1],
+ * and rank 1 joins the allreduce only after it received that message. A
+ * Waitany that waited on the allreduce first would hang where the send needs
+ * rank 0's MPI progress (either may be reported first: the receiver can pull
+ * the message by itself). */
+static void test_waitany_order(MPI_Comm comm)
+{
+    int crank, csize;
+    MPI_Comm_rank(comm, &crank);
+    MPI_Comm_size(comm, &csize);
+    if (csize < 2) return;
+    where = "waitany order";
+    const int n = 1 << 18; /* 1 MiB of ints: a rendezvous send */
+    int *buf = xmalloc(4 * (size_t)n), v = crank + 1, sum = 0, want = csize * (csize + 1) / 2;
+    fill(buf, (size_t)n, K_INT32, 99);
+    MPI_Request q[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    if (crank == 1) {
+        MPI_OK(MPI_Recv(buf, n, MPI_INT, 0, 79, comm, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Iallreduce(&v, &sum, 1, MPI_INT, MPI_SUM, comm, &q[0]));
+        MPI_OK(MPI_Wait(&q[0], MPI_STATUS_IGNORE));
+    } else {
+        /* the send first: under WEFT_CHECK_ARGS=1 Weft agrees on the arguments when a
+         * collective is issued, so the MPI_Iallreduce returns only once rank 1 called it */
+        if (crank == 0) MPI_OK(MPI_Isend(buf, n, MPI_INT, 1, 79, comm, &q[1]));
+        MPI_OK(MPI_Iallreduce(&v, &sum, 1, MPI_INT, MPI_SUM, comm, &q[0]));
+        int idx = -1, first = -1;
+        MPI_OK(MPI_Waitany(2, q, &idx, MPI_STATUS_IGNORE));
+        first = idx;
+        MPI_OK(MPI_Waitany(2, q, &idx, MPI_STATUS_IGNORE));
+        if ((crank == 0 && (first < 0 || first > 1 || idx != 1 - first)) ||
+            (crank != 0 && (first != 0 || idx != MPI_UNDEFINED))) {
+            fprintf(stderr, "rank %d: MPI_Waitany gave %d then %d [%s]\n", rank, first, idx, where);
+            errors++;
+        }
+    }
+    if (sum != want) {
+        fprintf(stderr, "rank %d: allreduce %d, want %d [%s]\n", rank, sum, want, where);
+        errors++;
+    }
+    free(buf);
+}
+
 static void usage(FILE *f, const char *prog)
 {
     fprintf(f, "usage: %s [--quick] [--help] [--version]\n"
@@ -514,6 +715,9 @@ int main(int argc, char **argv)
         test_movement(MPI_COMM_WORLD, counts[i], i);
     }
     test_many_inflight(MPI_COMM_WORLD, 4099, 1);
+    test_array_completion(MPI_COMM_WORLD, 1001, 11, 1);
+    test_array_completion(MPI_COMM_WORLD, 17, 12, 0);
+    test_waitany_order(MPI_COMM_WORLD);
     test_large_count(MPI_COMM_WORLD);
     test_barrier(MPI_COMM_WORLD, 0);
     test_barrier(MPI_COMM_WORLD, 1);
