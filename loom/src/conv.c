@@ -438,10 +438,11 @@ void loom_conv_forward(const loom_conv_desc_t *d, int n, int h, int w, const flo
     conv_job_t j;
     job_init(&j, d, n, h, w, ws);
     j.x = x, j.weight = weight, j.y = y;
-    if (loom_conv_winograd_passes(d, n, h, w) & 1)
-        loom__wino_forward(d, n, h, w, x, weight, y, ws);
-    else
-        loom__parallel(fwd_task, &j);
+    if (loom_conv_winograd_passes(d, n, h, w) & 1) { /* adds the bias itself */
+        loom__wino_forward(d, n, h, w, x, weight, d->bias ? bias : NULL, y, ws);
+        return;
+    }
+    loom__parallel(fwd_task, &j);
     if (d->bias && bias) {
         j.dbias = (float *)bias; /* read only in forward */
         loom__parallel(bias_task, &j);

@@ -340,7 +340,7 @@ static void grad_row_tf(const grid_t *g, const float *yc, int ti, int c, int C, 
  * of tile row ti; rows of A^T: (1 1 1 1 1 0), (0 1 -1 2 -2 0),
  * (0 1 1 4 4 0), (0 1 -1 8 -8 1). */
 static void output_row_tf(const grid_t *g, const float *M, int c, int C, size_t T, size_t tb,
-                          int ti, float *oc, int accum, float *scr)
+                          int ti, float *oc, int accum, float bias, float *scr)
 {
     const int tw = g->tw;
     const size_t nt = (size_t)tw, ps = 6 * nt, os = (size_t)C * T;
@@ -372,10 +372,10 @@ static void output_row_tf(const grid_t *g, const float *M, int c, int C, size_t 
 #pragma GCC ivdep
         for (int t = 0; t < tw; t++) {
             float sp = z1[t] + z2[t], sm = z1[t] - z2[t], tp = z3[t] + z4[t], tm = z3[t] - z4[t];
-            r0[t] = z0[t] + sp + tp;
-            r1[t] = sm + 2.0f * tm;
-            r2[t] = sp + 4.0f * tp;
-            r3[t] = sm + 8.0f * tm + z5[t];
+            r0[t] = z0[t] + sp + tp + bias;
+            r1[t] = sm + 2.0f * tm + bias;
+            r2[t] = sp + 4.0f * tp + bias;
+            r3[t] = sm + 8.0f * tm + z5[t] + bias;
         }
         merge_phases(ob, nt, oc + (size_t)y * g->wo, g->wo, accum);
     }
@@ -388,7 +388,7 @@ typedef struct {
     wlayout_t L;
     int cin, cout;        /* of the pass */
     int flip;             /* weight transform of the data-gradient pass */
-    const float *weight, *src, *dy;
+    const float *weight, *src, *dy, *bias; /* bias: forward only, may be NULL */
     float *dst, *dweight, *ws;
     int accum;
     int nt_run;           /* threads that ran the weight-gradient pass */
@@ -452,7 +452,8 @@ static void conv_task(void *arg, int tid, int nt)
             int ti = (int)((r0 + rr) % (size_t)g->th);
             for (int c = 0; c < j->cout; c++)
                 output_row_tf(g, M, c, j->cout, T, rr * (size_t)g->tw, ti,
-                              j->dst + (s * j->cout + c) * HWo, j->accum, scr);
+                              j->dst + (s * j->cout + c) * HWo, j->accum, j->bias ? j->bias[c] : 0.0f,
+                              scr);
         }
     }
 }
@@ -517,14 +518,14 @@ static void dw_reduce_task(void *arg, int tid, int nt)
 }
 
 void loom__wino_forward(const loom_conv_desc_t *d, int n, int h, int w, const float *x,
-                        const float *weight, float *y, float *ws)
+                        const float *weight, const float *bias, float *y, float *ws)
 {
     wjob_t j = {0};
     j.d = d;
     j.g = make_grid(n, h, w, d->pad_h, d->pad_w);
     j.L = wlayout(d, n, h, w, loom_get_threads());
     j.cin = d->cin, j.cout = d->cout;
-    j.weight = weight, j.src = x, j.dst = y, j.ws = ws;
+    j.weight = weight, j.src = x, j.dst = y, j.ws = ws, j.bias = bias;
     loom__parallel(weight_tf_task, &j);
     loom__parallel(conv_task, &j);
 }

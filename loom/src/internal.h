@@ -30,13 +30,13 @@ void loom__range(size_t n, int tid, int nt, size_t *begin, size_t *end);
 
 /* Winograd F(4x4, 3x3) convolution (conv_wino.c), used by conv.c for 3x3
  * stride-1 undilated ungrouped convolutions with padding at most 2.
- * Forward overwrites y (no bias); backward overwrites dx or adds to it
+ * Forward overwrites y, adding bias (NULL: none) to it; backward overwrites dx or adds to it
  * (accum_dx), adds to dweight; dx or dweight may be NULL.  Thread: the
  * model's (they split the work over Loom's threads themselves). */
 int loom__wino_applies(const loom_conv_desc_t *d);
 size_t loom__wino_workspace(const loom_conv_desc_t *d, int n, int h, int w, int nthreads);
 void loom__wino_forward(const loom_conv_desc_t *d, int n, int h, int w, const float *x,
-                        const float *weight, float *y, float *ws);
+                        const float *weight, const float *bias, float *y, float *ws);
 void loom__wino_backward(const loom_conv_desc_t *d, int n, int h, int w, const float *x,
                          const float *weight, const float *dy, float *dx, int accum_dx,
                          float *dweight, float *ws);
