@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
-"""PyTorch (CPU) training throughput of the same ResNets Loom builds.
+"""PyTorch (CPU) training throughput of the same models Loom builds.
 
 Prints the same lines as `loom bench`: `Iter #k: X img/sec` and
 `Img/sec: mean +- stdev`.  Models match Loom's builders layer for layer:
 resnet(6k+2) with 16/32/64 channels and 1x1-conv+BN projection shortcuts,
-torchvision-layout resnet18/34/50.  SGD with momentum, softmax cross-entropy.
+torchvision-layout resnet18/34/50 (SGD with momentum, softmax cross-entropy,
+as `loom bench`); edsr (loom/src/edsr.c: 3x3 convolutions with bias, B
+residual blocks conv-ReLU-conv scaled by res_scale when it is not 1, body
+conv plus global skip, conv + pixel shuffle per factor 2 or 3, tail conv;
+Adam at lr 1e-4 and L1 loss on one random batch of LR patches and HR
+targets in [-0.5, 0.5), as `loom bench --model edsr`).
 """
 import argparse
 import statistics
@@ -86,6 +91,42 @@ def resnet(name, channels, classes):
     return nn.Sequential(*layers)
 
 
+class ResBlock(nn.Module):
+    def __init__(self, feats, res_scale):
+        super().__init__()
+        self.conv1 = nn.Conv2d(feats, feats, 3, 1, 1)
+        self.conv2 = nn.Conv2d(feats, feats, 3, 1, 1)
+        self.res_scale = res_scale
+
+    def forward(self, x):
+        y = self.conv2(F.relu(self.conv1(x)))
+        if self.res_scale != 1.0:
+            y = y * self.res_scale
+        return y + x
+
+
+class EDSR(nn.Module):
+    def __init__(self, blocks, feats, scale, res_scale, channels=3):
+        super().__init__()
+        self.head = nn.Conv2d(channels, feats, 3, 1, 1)
+        self.body = nn.Sequential(*[ResBlock(feats, res_scale) for _ in range(blocks)])
+        self.body_conv = nn.Conv2d(feats, feats, 3, 1, 1)
+        r, stages = (3, 1) if scale == 3 else (2, 2 if scale == 4 else 1)
+        up = []
+        for _ in range(stages):
+            up += [nn.Conv2d(feats, feats * r * r, 3, 1, 1), nn.PixelShuffle(r)]
+        self.up = nn.Sequential(*up)
+        self.tail = nn.Conv2d(feats, channels, 3, 1, 1)
+
+    def forward(self, x):
+        h = self.head(x)
+        return self.tail(self.up(self.body_conv(self.body(h)) + h))
+
+
+# loom_edsr_config: (blocks, features, residual scaling)
+EDSR_CONFIGS = {"edsr": (16, 64, 1.0), "edsr-paper": (32, 256, 0.1)}
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="resnet20")
@@ -96,20 +137,31 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--scale", type=int, default=2, choices=(2, 3, 4))
+    p.add_argument("--patch", type=int, default=48)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1)
-    model = resnet(a.model, a.channels, a.classes)
+    if a.model in EDSR_CONFIGS:
+        blocks, feats, res_scale = EDSR_CONFIGS[a.model]
+        model = EDSR(blocks, feats, a.scale, res_scale)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-4)
+        x = torch.rand(a.batch, 3, a.patch, a.patch) - 0.5
+        y = torch.rand(a.batch, 3, a.patch * a.scale, a.patch * a.scale) - 0.5
+        loss_fn = F.l1_loss
+    else:
+        model = resnet(a.model, a.channels, a.classes)
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        x = torch.randn(a.batch, a.channels, a.image, a.image)
+        y = torch.randint(0, a.classes, (a.batch,))
+        loss_fn = F.cross_entropy
     model.train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(a.batch, a.channels, a.image, a.image)
-    y = torch.randint(0, a.classes, (a.batch,))
     print(f"Model: {a.model} (PyTorch {torch.__version__}, {torch.get_num_threads()} threads)")
     rates = []
     for it in range(-a.warmup, a.iters):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x), y)
+        loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
         r = a.batch / (time.perf_counter() - t0)

@@ -2,27 +2,31 @@
 # vs_pytorch.sh - training throughput (images/s) of Loom and of PyTorch on the
 # CPU, same model, batch, input and thread count, in one run:
 #   ResNet-20 on 1x28x28 (10 classes, batch 128)
-#   ResNet-18 and ResNet-50 on 3x224x224 (1000 classes, batch 32), synthetic data.
-# Each case runs REPEAT times, alternating Loom and PyTorch, and the table
-# gives each side's best `Img/sec` (the machine is shared: the 1-minute load
-# average is printed before every run) and the ratio Loom/PyTorch.  Loom's
-# time split by layer type (loom bench --profile) is printed with its runs.
+#   ResNet-18 and ResNet-50 on 3x224x224 (1000 classes, batch 32), synthetic data
+#   EDSR baseline x2 (16 blocks, 64 features) on 3x48x48 LR patches, batch 16,
+#   L1 loss and Adam (`loom bench --model edsr`'s defaults)
+# Each case runs REPEAT times, alternating Loom and PyTorch (the machine is
+# shared: the 1-minute load average is printed before every run).  The table
+# gives each side's median `Img/sec` over the runs, their ratio Loom/PyTorch,
+# and the range of the ratios of the alternating pairs (run r of Loom against
+# run r of PyTorch).  Loom's time split by layer type (loom bench --profile)
+# is printed with its runs.
 #
 # usage: loom/benchmarks/vs_pytorch.sh [path/to/loom]
-# environment: THREADS (default 2), CASES (default "resnet20 resnet18 resnet50"),
-#   REPEAT (default 2),
-#   ITERS/WARMUP (for ResNet-20; the 224x224 cases use fewer),
-#   LOOM_BENCH_VENV (default ~/.cache/loom-bench-venv: created with
-#   `pip install torch` from PyPI when missing).
+# environment: THREADS (default 2), CASES (default "resnet20 resnet18 resnet50 edsr"),
+#   REPEAT (default 3),
+#   ITERS/WARMUP (for ResNet-20; the 224x224 and EDSR cases use 3 and 1),
+#   LOOM_BENCH_VENV (default: the project's Python environment, ~/.cache/weft-venv or
+#   $WEFT_VENV, made by scripts/python_env.sh when it does not import torch).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 THREADS=${THREADS:-2}
-CASES=${CASES:-"resnet20 resnet18 resnet50"}
+CASES=${CASES:-"resnet20 resnet18 resnet50 edsr"}
 ITERS=${ITERS:-10}
 WARMUP=${WARMUP:-2}
-REPEAT=${REPEAT:-2}
-VENV=${LOOM_BENCH_VENV:-$HOME/.cache/loom-bench-venv}
+REPEAT=${REPEAT:-3}
+VENV=${LOOM_BENCH_VENV:-${WEFT_VENV:-$HOME/.cache/weft-venv}}
 
 LOOM=${1:-}
 if [ -z "$LOOM" ]; then
@@ -39,8 +43,8 @@ fi
 REF=none
 PY="$VENV/bin/python"
 if [ ! -x "$PY" ] || ! "$PY" -c "import torch" 2>/dev/null; then
-    echo "# creating $VENV and installing torch from PyPI (several minutes)..."
-    python3 -m venv "$VENV" && "$VENV/bin/pip" install -q torch >"$VENV.install.log" 2>&1
+    echo "# making $VENV with torch from PyPI (scripts/python_env.sh; several minutes)..."
+    WEFT_VENV=$VENV bash "$root/scripts/python_env.sh" >"$VENV.install.log" 2>&1
 fi
 if "$PY" -c "import torch" 2>/dev/null; then
     REF=pytorch
@@ -54,7 +58,7 @@ else
 fi
 
 export OMP_NUM_THREADS=$THREADS MKL_NUM_THREADS=$THREADS OPENBLAS_NUM_THREADS=1
-echo "# machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS"
+echo "# $(date -u +%Y-%m-%dT%H:%MZ) machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores; threads $THREADS"
 [ "$REF" = pytorch ] && echo "# reference: PyTorch $("$PY" -W ignore -c 'import torch; print(torch.__version__)') (CPU)"
 echo "# loom: $LOOM"
 
@@ -64,10 +68,11 @@ tmp=$(mktemp -d /tmp/loom_vs.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 summary=""
 load() { cut -d' ' -f1 /proc/loadavg; }
-best() { awk 'BEGIN { b = 0; s = 0 } { if ($1 > b) { b = $1; s = $2 } } END { printf "%s %s", b, s }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print ""; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 for model in $CASES; do
     case $model in
     resnet18|resnet34|resnet50) args="--batch 32 --image 224 --channels 3 --classes 1000"; it=3; wu=1 ;;
+    edsr) args="--batch 16 --patch 48 --scale 2"; it=3; wu=1 ;;
     *) args="--batch 128 --image 28 --channels 1 --classes 10"; it=$ITERS; wu=$WARMUP ;;
     esac
     echo
@@ -88,16 +93,21 @@ for model in $CASES; do
             rate "$tmp/torch.out" >>"$tmp/torch.rates"
         fi
     done
-    lr=$(best <"$tmp/loom.rates")
-    tr=""
-    [ "$REF" = pytorch ] && tr=$(best <"$tmp/torch.rates")
-    line=$(awk -v m="$model" -v l="$lr" -v t="$tr" 'BEGIN {
-        split(l, a, " "); split(t, b, " ");
-        if (t == "") printf "%-10s %18s %18s %8s", m, a[1] " +- " a[2], "-", "-";
-        else printf "%-10s %18s %18s %7.2fx", m, a[1] " +- " a[2], b[1] " +- " b[2], a[1] / b[1] }')
+    lm=$(median <"$tmp/loom.rates")
+    tm=""
+    pairs=""
+    if [ "$REF" = pytorch ]; then
+        tm=$(median <"$tmp/torch.rates")
+        pairs=$(paste -d' ' "$tmp/loom.rates" "$tmp/torch.rates" |
+            awk '$3 > 0 { r = $1 / $3; if (NR == 1 || r < lo) lo = r; if (NR == 1 || r > hi) hi = r }
+                 END { if (NR) printf "%.2f-%.2fx", lo, hi }')
+    fi
+    line=$(awk -v m="$model" -v l="$lm" -v t="$tm" -v p="$pairs" 'BEGIN {
+        if (t == "") printf "%-10s %10s %10s %8s %14s", m, l, "-", "-", "-";
+        else printf "%-10s %10s %10s %7.2fx %14s", m, l, t, l / t, p }')
     summary="$summary$line"$'\n'
 done
 echo
-echo "# Training images/s (synthetic data, $THREADS threads, best of $REPEAT runs: Img/sec mean +- stdev)"
-printf '%-10s %18s %18s %8s\n' model loom "$REF" ratio
+echo "# Training images/s (synthetic data, $THREADS threads; median of $REPEAT runs' Img/sec means)"
+printf '%-10s %10s %10s %8s %14s\n' model loom "$REF" ratio "pair ratios"
 printf '%s' "$summary"

@@ -106,6 +106,19 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w,
                         float *dx, int accum_dx, float *dweight, float *dbias,
                         float *ws);
 
+/* How the 3x3 convolutions of stride 1 (no dilation, no groups, padding at
+ * most 2) are computed: LOOM_CONV_AUTO (the default) picks per layer shape,
+ * LOOM_CONV_IM2COL forces im2col + sgemm, LOOM_CONV_WINOGRAD Winograd's
+ * F(4x4, 3x3) (forward and both gradients; doc/loom.md, "Convolution").
+ * Other convolutions always use im2col + sgemm.  loom_conv_workspace covers
+ * every choice.  Process-wide; thread: set it while no convolution runs. */
+typedef enum { LOOM_CONV_AUTO = 0, LOOM_CONV_IM2COL = 1, LOOM_CONV_WINOGRAD = 2 } loom_conv_algo_t;
+void loom_conv_set_algo(loom_conv_algo_t algo);
+loom_conv_algo_t loom_conv_get_algo(void);
+/* Which passes of this shape run Winograd's algorithm under the current
+ * setting: bit 0 (1) forward, bit 1 (2) backward (both gradients).  Any thread. */
+int loom_conv_winograd_passes(const loom_conv_desc_t *d, int n, int h, int w);
+
 /* Batch normalisation over (n, h, w) per channel. */
 typedef struct {
     float eps, momentum; /* running = (1-momentum)*running + momentum*batch */

@@ -141,6 +141,34 @@ static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, 
     return L;
 }
 
+static _Atomic int conv_algo = LOOM_CONV_AUTO;
+
+void loom_conv_set_algo(loom_conv_algo_t algo) { conv_algo = (int)algo; }
+loom_conv_algo_t loom_conv_get_algo(void) { return (loom_conv_algo_t)conv_algo; }
+
+/* LOOM_CONV_AUTO: Winograd where loom_conv_bench measured it faster than
+ * im2col + sgemm on this machine (doc/notes/loom_measurements.md): outputs of
+ * at least 24x24, and at least 32 channels on the side whose count sizes the
+ * sgemms against the transforms (input channels for forward, output
+ * channels for backward).  Smaller images and channel counts (ResNet-20,
+ * ResNet-18's 14x14 and 7x7 stages) keep im2col, where the transforms cost
+ * more than the multiplications they save. */
+int loom_conv_winograd_passes(const loom_conv_desc_t *d, int n, int h, int w)
+{
+    (void)n;
+    if (!loom__wino_applies(d))
+        return 0;
+    switch ((loom_conv_algo_t)conv_algo) {
+    case LOOM_CONV_IM2COL: return 0;
+    case LOOM_CONV_WINOGRAD: return 3;
+    default: break;
+    }
+    int ho = loom_conv_out_size(h, 3, 1, d->pad_h, 1), wo = loom_conv_out_size(w, 3, 1, d->pad_w, 1);
+    if ((long)ho * wo < 24 * 24)
+        return 0;
+    return (d->cin >= 32 ? 1 : 0) | (d->cout >= 32 ? 2 : 0);
+}
+
 size_t loom_conv_workspace(const loom_conv_desc_t *d, int n, int h, int w)
 {
     int nt = loom_get_threads();
@@ -148,7 +176,10 @@ size_t loom_conv_workspace(const loom_conv_desc_t *d, int n, int h, int w)
     int wo = loom_conv_out_size(w, d->kw, d->stride_w, d->pad_w, d->dil_w);
     size_t K = (size_t)(d->cin / d->groups) * d->kh * d->kw, P = (size_t)ho * wo;
     ws_layout_t L = ws_layout(d, h, w, K, P, chunk_samples(K, P, n, nt), nt);
-    return L.shared + (size_t)nt * L.per_thread;
+    size_t f = L.shared + (size_t)nt * L.per_thread;
+    if (loom__wino_applies(d)) /* whichever algorithm the setting picks later */
+        f = LOOM_MAX(f, loom__wino_workspace(d, n, h, w, nt));
+    return f;
 }
 
 typedef struct {
@@ -407,6 +438,10 @@ void loom_conv_forward(const loom_conv_desc_t *d, int n, int h, int w, const flo
     conv_job_t j;
     job_init(&j, d, n, h, w, ws);
     j.x = x, j.weight = weight, j.y = y;
+    if (loom_conv_winograd_passes(d, n, h, w) & 1) { /* adds the bias itself */
+        loom__wino_forward(d, n, h, w, x, weight, d->bias ? bias : NULL, y, ws);
+        return;
+    }
     loom__parallel(fwd_task, &j);
     if (d->bias && bias) {
         j.dbias = (float *)bias; /* read only in forward */
@@ -587,6 +622,10 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w, const fl
     if (d->bias && dbias) {
         j.dbias = dbias;
         loom__parallel(bias_task, &j);
+    }
+    if (loom_conv_winograd_passes(d, n, h, w) & 2) {
+        loom__wino_backward(d, n, h, w, x, weight, dy, dx, accum_dx, dweight, ws);
+        return;
     }
     if (flipped(&j))
         loom__parallel(flip_task, &j);

@@ -28,6 +28,19 @@ void loom__parallel(loom__task_fn fn, void *arg);
 /* Static split of [0, n) into nt parts: part tid is [begin, end). */
 void loom__range(size_t n, int tid, int nt, size_t *begin, size_t *end);
 
+/* Winograd F(4x4, 3x3) convolution (conv_wino.c), used by conv.c for 3x3
+ * stride-1 undilated ungrouped convolutions with padding at most 2.
+ * Forward overwrites y, adding bias (NULL: none) to it; backward overwrites dx or adds to it
+ * (accum_dx), adds to dweight; dx or dweight may be NULL.  Thread: the
+ * model's (they split the work over Loom's threads themselves). */
+int loom__wino_applies(const loom_conv_desc_t *d);
+size_t loom__wino_workspace(const loom_conv_desc_t *d, int n, int h, int w, int nthreads);
+void loom__wino_forward(const loom_conv_desc_t *d, int n, int h, int w, const float *x,
+                        const float *weight, const float *bias, float *y, float *ws);
+void loom__wino_backward(const loom_conv_desc_t *d, int n, int h, int w, const float *x,
+                         const float *weight, const float *dy, float *dx, int accum_dx,
+                         float *dweight, float *ws);
+
 /* y = x or y += x, split over the Loom threads. */
 void loom__copy_or_add(size_t n, const float *x, float *y, int accum);
 /* Batch-norm sums over one channel's slice of one sample (layers.c): in

@@ -2,7 +2,8 @@
  * test_conv_ref.c - the im2col + sgemm convolution against a direct naive
  * loop (in double) for many shapes: strides, paddings, odd sizes, groups,
  * dilation, bias, 1x1 fast path, stride-1 data gradients by correlation, and
- * batches that span several packed column chunks.  Forward output and all
+ * batches that span several packed column chunks; the 3x3 stride-1 shapes
+ * also under each algorithm setting (im2col, Winograd F(4x4,3x3), auto).  Forward output and all
  * three backward gradients, overwriting dx, then accumulating into it, then
  * the weight gradient alone (dx NULL).
  */
@@ -134,6 +135,45 @@ int main(void)
     run(3, 4, 4, 3, 3, 1, 1, 3, 1, 2, 1, 2, 0, 8, 9);       /* dilation, grouped */
     run(2, 3, 4, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 5, 6);       /* pad > dil*(k-1): col2im */
     run(2, 16, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 5, 5);     /* pointwise */
+    /* 3x3 stride 1 under each algorithm setting: im2col + sgemm, and
+     * Winograd F(4x4, 3x3) (forward, dx by the flipped kernel, dW in the
+     * transformed domain) against the same direct reference: paddings 0, 1
+     * and 2 (the data gradient's padding is 2 - p), odd and non-square
+     * sizes, outputs not a multiple of the 4x4 tile, batch 1, channel counts
+     * not multiples of anything, rows of more than 16 tiles, batches over
+     * several chunks and both threads, bias */
+    static const int wshapes[][8] = {
+        /* n cin cout ph pw bias h w */
+        {1, 1, 1, 1, 1, 0, 1, 1},     {1, 3, 2, 0, 0, 0, 3, 3},     {2, 3, 5, 0, 0, 1, 13, 11},
+        {1, 5, 7, 1, 1, 1, 9, 6},     {3, 4, 6, 2, 2, 0, 9, 10},    {2, 6, 3, 1, 2, 1, 7, 12},
+        {2, 17, 33, 1, 1, 1, 11, 13}, {1, 33, 17, 1, 1, 0, 28, 28}, {2, 3, 4, 1, 1, 0, 70, 67},
+        {2, 2, 3, 0, 1, 1, 66, 5},    {20, 8, 8, 1, 1, 0, 14, 14},  {5, 40, 36, 1, 1, 1, 24, 25},
+    };
+    static const loom_conv_algo_t algos[] = {LOOM_CONV_WINOGRAD, LOOM_CONV_IM2COL, LOOM_CONV_AUTO};
+    for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+        loom_conv_set_algo(algos[a]);
+        for (size_t i = 0; i < sizeof wshapes / sizeof wshapes[0]; i++) {
+            const int *q = wshapes[i];
+            loom_conv_desc_t d = {q[1], q[2], 3, 3, 1, 1, q[3], q[4], 1, 1, 1, q[5]};
+            int want = algos[a] == LOOM_CONV_WINOGRAD ? 3 : algos[a] == LOOM_CONV_IM2COL ? 0 : -1;
+            int got = loom_conv_winograd_passes(&d, q[0], q[6], q[7]);
+            CHECK(want < 0 || got == want, "setting %d: winograd passes %d, expected %d", (int)algos[a],
+                  got, want);
+            run(q[0], q[1], q[2], 3, 3, 1, 1, q[3], q[4], 1, 1, 1, q[5], q[6], q[7]);
+        }
+    }
+    /* Winograd is never used where it does not apply */
+    loom_conv_set_algo(LOOM_CONV_WINOGRAD);
+    static const loom_conv_desc_t nw[] = {
+        {4, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0}, {4, 4, 3, 3, 1, 1, 2, 2, 2, 2, 1, 0},
+        {4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2, 0}, {4, 4, 5, 5, 1, 1, 2, 2, 1, 1, 1, 0},
+        {4, 4, 3, 3, 1, 1, 3, 3, 1, 1, 1, 0}, {4, 4, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof nw / sizeof nw[0]; i++)
+        CHECK(loom_conv_winograd_passes(&nw[i], 2, 9, 9) == 0, "winograd chosen for shape %zu", i);
+    run(2, 4, 4, 3, 3, 1, 1, 3, 3, 1, 1, 1, 0, 6, 7); /* padding 3: im2col even when forced */
+    loom_conv_set_algo(LOOM_CONV_AUTO);
+    CHECK(loom_conv_get_algo() == LOOM_CONV_AUTO, "algorithm setting not restored");
     /* invalid shapes are refused, not crashed on */
     loom_conv_desc_t bad = {3, 4, 3, 3, 1, 1, 0, 0, 1, 1, 2, 0};
     CHECK(loom_conv_check(&bad, 8, 8) < 0, "groups not dividing channels accepted");
