@@ -16,12 +16,14 @@
  *  - Inline start (weft__engine_start_inline): a blocking call with nothing
  *    else in flight starts its op on its own thread under the lock, without
  *    the submission stack.
- *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield while work is
- *    in flight; on a futex when idle. Oversubscribed nodes (more ranks than
- *    cores) spin a few passes, then sleep with a growing interval capped at
- *    WEFT_MAX_SLEEP_US, so a waiting rank's core goes to a rank that can
+ *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield for
+ *    YIELD_PASSES passes, then sleep with a growing interval capped at
+ *    WEFT_MAX_SLEEP_US while work is in flight; on a futex when idle.
+ *    Oversubscribed nodes (more ranks than cores) spin a few passes, then
+ *    sleep at once, so a waiting rank's core goes to a rank that can
  *    progress. While a caller polls in weft_wait the engine naps instead of
- *    spinning beside it: one poller per process.
+ *    spinning beside it (until the last waiter leaves): one poller per
+ *    process.
  */
 #include <errno.h>
 #include <sched.h>
@@ -311,19 +313,30 @@ static int spin_limit(void)
     return s;
 }
 
-/* Backoff after `idle` empty passes. Any thread. With free cores: spin,
- * then yield (a rank that waits for its peer keeps its core hot, as the
- * peer needs no core of ours). Oversubscribed: a few spins, then sleeps that
- * grow to WEFT_MAX_SLEEP_US, so the core goes to a rank that can progress. */
+/* Empty passes that yield, after the spinning ones, before the backoff
+ * sleeps on a node that is not oversubscribed by Weft's count (about 0.1 -
+ * 0.3 ms: a peer that answers within that keeps its hot path). A yielding
+ * loop does not reliably hand its core over: on 2 cores used by 2 ranks'
+ * training threads (or by other jobs), `perf sched` showed an engine
+ * yielding for a whole 4 ms scheduler tick while the thread it waited for
+ * sat runnable on that core, and a DDP step of a compute-bound model took
+ * 3 - 6 ms more CPU than on gloo (whose threads sleep in the kernel). */
+#define YIELD_PASSES 256u
+
+/* Backoff after `idle` empty passes. Any thread. Spin, then (with free
+ * cores) yield for YIELD_PASSES passes, then sleep with an interval that
+ * grows to WEFT_MAX_SLEEP_US, so the core goes to a thread that can
+ * progress. Oversubscribed: a few spins, then the sleeps at once. */
 void weft__engine_backoff(unsigned idle)
 {
     unsigned spin = (unsigned)spin_limit();
+    unsigned yields = weft__g.oversubscribed ? 0u : YIELD_PASSES;
     if (idle < spin) {
         weft__cpu_relax();
-    } else if (!weft__g.oversubscribed) {
+    } else if (idle < spin + yields) {
         sched_yield();
     } else {
-        unsigned k = idle - spin;
+        unsigned k = idle - spin - yields;
         long us = 1L << (k / 2 > 10 ? 10 : k / 2);
         if (us > weft__cfg.max_sleep_us) us = weft__cfg.max_sleep_us;
         if (us < 1) us = 1;
@@ -334,7 +347,15 @@ void weft__engine_backoff(unsigned idle)
 
 void weft__engine_waiter(int delta)
 {
-    atomic_fetch_add_explicit(&E.waiters, delta, memory_order_relaxed);
+    /* seq_cst: the last waiter's decrement and its load of `sleeping` pair
+     * with the napping engine's store to `sleeping` and its load of `waiters`
+     * (Dekker): either the engine sees no waiter and does not nap, or the
+     * waiter sees the nap and ends it. */
+    const int left = atomic_fetch_add_explicit(&E.waiters, delta, memory_order_seq_cst) + delta;
+    if (left == 0 && atomic_load_explicit(&E.sleeping, memory_order_seq_cst) == SLEEP_NAP) {
+        atomic_fetch_add_explicit(&E.wake, 1, memory_order_release);
+        weft__futex_wake(&E.wake);
+    }
 }
 
 static void *engine_main(void *arg)
@@ -351,16 +372,23 @@ static void *engine_main(void *arg)
         if (atomic_load_explicit(&E.waiters, memory_order_relaxed) > 0) {
             /* A caller is driving progress in a wait: stay off the lock (an
              * engine preempted while holding it would stall the waiter for a
-             * scheduler tick) and off the cores, in 20 us naps. Measured on
-             * 2 cores: better than a yielding engine, and than a 1 ms sleep.
-             * A submission does not end the nap (SLEEP_NAP): the waiter's
-             * passes take it up, and the nap ends in 20 us anyway, while a
-             * futex wake from weft_iallreduce let the engine preempt the
-             * issuing thread on its own core for the whole collective. */
+             * scheduler tick) and off the cores, asleep until the last
+             * waiter leaves (weft__engine_waiter wakes the nap). A
+             * submission does not end the nap (SLEEP_NAP): the waiter's
+             * passes take it up, while a futex wake from weft_iallreduce let
+             * the engine preempt the issuing thread on its own core for the
+             * whole collective. The nap used to end every 20 us to look for
+             * the waiter's departure: on 2 fully used cores each of those
+             * wake-ups preempted the spinning waiter (10 us of engine time
+             * every 37 us, `perf sched timehist`; a nonblocking 1 MiB
+             * allreduce waited on at once took 1.7x the blocking call in one
+             * run at load 5, not in a later one at load 9). The timeout is
+             * only a safety net now. */
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
             atomic_store_explicit(&E.sleeping, SLEEP_NAP, memory_order_seq_cst);
-            if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
-                weft__futex_wait(&E.wake, seen, 20 * 1000L); /* not begun if one is pending */
+            if (atomic_load_explicit(&E.waiters, memory_order_seq_cst) > 0 &&
+                atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
+                weft__futex_wait(&E.wake, seen, 10 * 1000 * 1000L); /* not begun if one is pending */
             atomic_store_explicit(&E.sleeping, SLEEP_NONE, memory_order_relaxed);
             continue;
         }
