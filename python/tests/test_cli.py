@@ -13,7 +13,8 @@ SCRIPTS = [os.path.join(HERE, "..", "examples", "ddp_fashion_mnist.py"),
 BAD = {"ddp_fashion_mnist.py": [(["--bogus"], "--bogus"), (["--epochs", "0"], "--epochs"),
                                 (["--lr", "nan"], "--lr"), (["--backend", "nccl"], "--backend")],
        "bench_torch.py": [(["--bogus"], "--bogus"), (["-m", "8:4"], "-m/--sizes"),
-                          (["-m", "x"], "-m/--sizes"), (["-r", "0"], "-r/--repeats")]}
+                          (["-m", "x"], "-m/--sizes"), (["-r", "0"], "-r/--repeats"),
+                          (["--threads", "0"], "--threads")]}
 
 
 def run(script, args):
