@@ -217,7 +217,7 @@ def _sync(opts):
     there without waking Weft's engine thread (an issue of a nonblocking one
     wakes it, and on a fully used machine the woken engine and the waiter
     share the cores: doc/python.md, "Where the time went")."""
-    return opts is not None and not opts.asyncOp
+    return opts is not None and not getattr(opts, "asyncOp", True)  # (older torch: no field)
 
 
 def _work(reqs, result, after=None):
