@@ -21,13 +21,16 @@ Then DDP training steps (forward, backward with DDP's bucketed allreduce,
 SGD) on 28x28 inputs with each backend, for a small CNN (compute-bound) and
 a wide MLP (5.8 M parameters: communication-bound), in rounds alternating
 the backends: median and mean step (the maximum over the ranks of each
-step). torch's intra-op threads are set to 1 (--threads) for both backends,
-so that the ranks' computations do not fight over the cores. Header lines
-start with '#'.
+step), and the process's CPU time per step (every thread: what a
+backend's threads take from training on a fully used machine). torch's
+intra-op threads are set to 1 (--threads) for both backends, so that the
+ranks' computations do not fight over the cores. Header lines start with
+'#'.
 """
 
 import argparse
 import ctypes
+import resource
 import sys
 import time
 
@@ -132,6 +135,10 @@ def main(argv):
             fn()
             out.append(clock() - t0)
 
+    def process_cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
     def stats(samples, scale):
         # each rank's median and mean, then the slowest rank's
         if not samples:
@@ -183,9 +190,9 @@ def main(argv):
         if rank == 0:
             print("# DDP step: batch %d per rank, %d rounds of %d steps alternating weft and "
                   "gloo; the slowest rank's step" % (a.batch, a.repeats, a.ddp_steps))
-            print("# %-28s %10s %10s %8s %10s %10s %8s" % (
+            print("# %-28s %10s %10s %8s %10s %10s %8s %10s %10s" % (
                 "model", "weft(ms)", "gloo(ms)", "speedup", "weft_mean", "gloo_mean",
-                "speedup"))
+                "speedup", "weft_cpu", "gloo_cpu"))
         for model_name, factory in (("SmallCNN", SmallCNN), ("WideMLP", WideMLP)):
             steps = []
             for name, group in (("weft", None), ("gloo", gloo)):
@@ -194,25 +201,32 @@ def main(argv):
                     step()
                 steps.append((name, step))
             times = {name: [] for name, _ in steps}
+            cpus = {name: [] for name, _ in steps}
             for _ in range(a.repeats):
                 for name, step in steps:
                     comm.barrier()
                     for _ in range(a.ddp_steps):
+                        c0 = process_cpu()
                         t0 = time.perf_counter()
                         step()
                         times[name].append(time.perf_counter() - t0)
+                        cpus[name].append(process_cpu() - c0)
             res = {}
             for name, v in times.items():
                 # the slowest rank's time at each step
                 per_step = over_ranks(v, weft.MAX) * 1e3
-                res[name] = (float(np.median(per_step)), float(np.mean(per_step)))
+                # CPU time of the whole process (every thread) per step, the
+                # busier rank's median: what the backend's threads take from
+                # the training threads on a fully used machine
+                cpu = stats(cpus[name], 1e3)[0]
+                res[name] = (float(np.median(per_step)), float(np.mean(per_step)), cpu)
                 ddp_rows.append((model_name, name) + res[name])
             if rank == 0:
                 nparams = sum(p.numel() for p in factory().parameters())
                 label = "%s (%.1f MiB grads)" % (model_name, nparams * 4 / 2**20)
-                (wm, wa), (gm, ga) = res["weft"], res["gloo"]
-                print("%-30s %10.2f %10.2f %8.2f %10.2f %10.2f %8.2f" % (
-                    label, wm, gm, gm / wm, wa, ga, ga / wa))
+                (wm, wa, wc), (gm, ga, gc) = res["weft"], res["gloo"]
+                print("%-30s %10.2f %10.2f %8.2f %10.2f %10.2f %8.2f %10.2f %10.2f" % (
+                    label, wm, gm, gm / wm, wa, ga, ga / wa, wc, gc))
                 sys.stdout.flush()
     if rank == 0 and a.csv:
         with open(a.csv, "w") as f:
@@ -220,8 +234,11 @@ def main(argv):
                     "wait_us,future_us,comm_us,ctypes_us\n")
             for r in rows:
                 f.write("%d,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f\n" % r)
-            for model, name, med, mean in ddp_rows:
-                f.write("ddp_step_%s_%s_ms,%.3f,,,%.3f,,,,,,\n" % (model, name, med, mean))
+            # DDP rows: median step in the weft_us column, mean step in weft_mean_us,
+            # the process's CPU time per step (median) in gloo_mean_us's place (ms)
+            for model, name, med, mean, cpu in ddp_rows:
+                f.write("ddp_step_%s_%s_ms,%.3f,,,%.3f,%.3f,,,,,\n" % (model, name, med, mean,
+                                                                     cpu))
     dist.destroy_process_group()
     return 0
 
