@@ -143,6 +143,18 @@ static const weft__config_var_t vars[] = {
             "valid, matching arguments (count, datatype, operation, root), so a bad argument "
             "on one rank fails the call on every rank instead of leaving the others waiting "
             "(one small MPI_Allreduce per call: for debugging)"},
+    {.name = "WEFT_LIBRARY", .default_value = "", .kind = WEFT__CFG_TEXT,
+     .read_by = "the weft Python package, at import",
+     .doc = "path of the libweft.so the Python package loads (default: the build tree's or "
+            "the install prefix's; doc/python.md)"},
+    {.name = "WEFT_PY_COMPLETION", .default_value = "thread", .kind = WEFT__CFG_TEXT,
+     .read_by = "the weft Python package, at import",
+     .doc = "how completions reach Python: thread (a pipe written by Weft, read by one Python "
+            "thread) or inline (a ctypes callback on the completing thread; doc/python.md)"},
+    {.name = "WEFT_PY_TORCH_FIRST", .default_value = "1", .kind = WEFT__CFG_TEXT,
+     .read_by = "the weft Python package, at import",
+     .doc = "1: import torch before libweft, whose CUDA build loads the system NCCL that a "
+            "later import torch would clash with; 0: do not (doc/python.md)"},
     {.name = NULL},
 };
 

@@ -9,11 +9,16 @@ import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = [os.path.join(HERE, "..", "examples", "ddp_fashion_mnist.py"),
-           os.path.join(HERE, "..", "benchmarks", "bench_torch.py")]
+           os.path.join(HERE, "..", "benchmarks", "bench_torch.py"),
+           os.path.join(HERE, "..", "benchmarks", "lab", "call_distribution.py")]
 BAD = {"ddp_fashion_mnist.py": [(["--bogus"], "--bogus"), (["--epochs", "0"], "--epochs"),
                                 (["--lr", "nan"], "--lr"), (["--backend", "nccl"], "--backend")],
        "bench_torch.py": [(["--bogus"], "--bogus"), (["-m", "8:4"], "-m/--sizes"),
-                          (["-m", "x"], "-m/--sizes"), (["-r", "0"], "-r/--repeats")]}
+                          (["-m", "x"], "-m/--sizes"), (["-r", "0"], "-r/--repeats"),
+                          (["--threads", "0"], "--threads")],
+       "call_distribution.py": [(["--bogus"], "--bogus"), (["-m", "2"], "-m/--sizes"),
+                                (["-m", "1Q"], "-m/--sizes"), (["-p", "nccl"], "-p/--paths"),
+                                (["-i", "0"], "-i/--iterations")]}
 
 
 def run(script, args):

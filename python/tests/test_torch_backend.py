@@ -70,6 +70,57 @@ def test_async_future_chain():
     assert got == want
 
 
+def _opts(cls, async_op, **kw):
+    o = cls()
+    o.asyncOp = async_op
+    for k, v in kw.items():
+        setattr(o, k, v)
+    return o
+
+
+@pytest.mark.parametrize("async_op", [False, True], ids=["sync", "async"])
+def test_sync_and_async_calls(async_op):
+    # dist.all_reduce(async_op=False) and its kin set opts.asyncOp False:
+    # the backend serves those with Weft's blocking call and returns a Work
+    # with nothing left in flight; asyncOp True (DDP's, the C++ default)
+    # returns requests in flight whose future the completion callback ends.
+    from torch._C import _distributed_c10d as c10d
+    r, p = rk()
+    be = wt.WeftBackend(r, p, wt.world_comm())
+    t = vals(r)
+    flat_in = torch.arange(2 * p, dtype=torch.float32) + r
+    gathered = torch.empty(p * 3)
+    rs_out = torch.empty(2)
+    b = vals(r) * (r + 1)
+    co = [vals(r)[:4].clone(), vals(r)[4:].clone()]
+    works = [
+        be.allreduce([t], _opts(c10d.AllreduceOptions, async_op,
+                                reduceOp=dist.ReduceOp.SUM)),
+        be.broadcast([b], _opts(c10d.BroadcastOptions, async_op, rootRank=p - 1)),
+        be.all_gather_single(gathered, torch.full((3,), float(r)),
+                             _opts(c10d.AllgatherOptions, async_op)),
+        be.reduce_scatter_single(rs_out, flat_in,
+                                 _opts(c10d.ReduceScatterOptions, async_op,
+                                       reduceOp=dist.ReduceOp.SUM)),
+        be.allreduce_coalesced(co, _opts(c10d.AllreduceCoalescedOptions, async_op,
+                                         reduceOp=dist.ReduceOp.MAX)),
+        be.barrier(_opts(c10d.BarrierOptions, async_op)),
+    ]
+    for w in works:
+        assert (len(w._reqs) == 0) == (not async_op)
+    if async_op:
+        for w in works:
+            w.get_future().wait()
+    assert all(w.is_completed() for w in works)
+    assert torch.equal(t, sum(vals(q) for q in range(p)))
+    assert torch.equal(b, vals(p - 1) * p)
+    assert torch.equal(gathered, torch.arange(p, dtype=torch.float32).repeat_interleave(3))
+    assert torch.equal(rs_out, sum(torch.arange(2 * p, dtype=torch.float32)[2 * r:2 * r + 2] + q
+                                   for q in range(p)))
+    maxv = torch.stack([vals(q) for q in range(p)]).max(0).values
+    assert torch.equal(torch.cat(co), maxv)
+
+
 def test_broadcast_reduce():
     r, p = rk()
     out = []

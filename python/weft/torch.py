@@ -21,10 +21,14 @@ barrier, send, recv, allreduce_coalesced. Groups: the world and
 new_group(ranks) over every rank; a proper subset raises WeftError
 WEFT_ERR_UNSUPPORTED (use gloo for it).
 
-Every collective is issued nonblocking; it returns a Work whose future is
-completed by Weft's completion callback (see weft._request), so DDP chains
-its bucket work on it while backward goes on. Work.wait() waits in Weft
-(GIL released) without going through the future.
+A collective torch will wait on at once (opts.asyncOp False: the blocking
+dist.all_reduce, broadcast, barrier, all_gather_into_tensor,
+reduce_scatter_tensor, all_reduce_coalesced) is Weft's blocking call on the
+calling thread and returns a completed Work. Every other one is issued
+nonblocking; it returns a Work whose future is completed by Weft's
+completion callback (see weft._request), so DDP chains its bucket work on it
+while backward goes on. Work.wait() waits in Weft (GIL released) without
+going through the future.
 
 allreduce_hook is a DDP comm hook that allreduces buckets through Weft in a
 job whose default backend is another one (gloo).
@@ -205,6 +209,17 @@ def _done_work(result):
     return _Work([], result)
 
 
+def _sync(opts):
+    """True when torch waits on the Work at once: dist.all_reduce(...,
+    async_op=False) and its kin set opts.asyncOp False (C++ callers such as
+    DDP keep the default, True). Such a call is served by Weft's blocking
+    call, which starts the operation on the calling thread and drives it
+    there without waking Weft's engine thread (an issue of a nonblocking one
+    wakes it, and on a fully used machine the woken engine and the waiter
+    share the cores: doc/python.md, "Where the time went")."""
+    return opts is not None and not getattr(opts, "asyncOp", True)  # (older torch: no field)
+
+
 def _work(reqs, result, after=None):
     return _Work(reqs, result, after)
 
@@ -276,6 +291,10 @@ class WeftBackend(_C10dBackend):
             for t in tensors:
                 comm.allreduce(t, op=op)
             return self._cuda_done(tensors)
+        if _sync(opts):
+            for t in tensors:
+                comm.allreduce(t, None, op)
+            return _done_work(tensors)
         if len(tensors) == 1:
             return _Work([comm.iallreduce(tensors[0], None, op)], tensors)
         return _work([comm.iallreduce(t, op=op) for t in tensors], tensors)
@@ -286,10 +305,10 @@ class WeftBackend(_C10dBackend):
             raise WeftError(ERR_DATATYPE, "allreduce_coalesced: tensors of several dtypes")
         comm, dev = self._comm_for(tensors)
         flat = torch.cat([t.reshape(-1) for t in tensors])
-        if dev:
+        if dev or _sync(opts):
             comm.allreduce(flat, op=op)
             self._unflatten(flat, tensors)
-            return self._cuda_done(tensors)
+            return self._cuda_done(tensors) if dev else _done_work(tensors)
         return _work([comm.iallreduce(flat, op=op)], tensors,
                      after=lambda: self._unflatten(flat, tensors))
 
@@ -304,10 +323,10 @@ class WeftBackend(_C10dBackend):
     def broadcast(self, tensors, opts):
         root = opts.rootRank
         comm, dev = self._comm_for(tensors)
-        if dev:
+        if dev or _sync(opts):
             for t in tensors:
                 comm.bcast(t, root=root)
-            return self._cuda_done(tensors)
+            return self._cuda_done(tensors) if dev else _done_work(tensors)
         return _work([comm.ibcast(t, root=root) for t in tensors], tensors)
 
     def reduce(self, tensors, opts):
@@ -352,9 +371,9 @@ class WeftBackend(_C10dBackend):
 
     def all_gather_single(self, output, inp, opts=None):
         comm, dev = self._comm_for([output, inp])
-        if dev:
+        if dev or _sync(opts):
             comm.allgather(inp, output)
-            return self._cuda_done([output])
+            return self._cuda_done([output]) if dev else _done_work([output])
         return _work([comm.iallgather(inp, output)], [output])
 
     _allgather_base = all_gather_single
@@ -380,9 +399,9 @@ class WeftBackend(_C10dBackend):
     def reduce_scatter_single(self, output, inp, opts=None):
         op = _op(opts.reduceOp) if opts is not None else weft.SUM
         comm, dev = self._comm_for([output, inp])
-        if dev:
+        if dev or _sync(opts):
             comm.reduce_scatter(inp, output, op=op)
-            return self._cuda_done([output])
+            return self._cuda_done([output]) if dev else _done_work([output])
         return _work([comm.ireduce_scatter(inp, output, op=op)], [output])
 
     _reduce_scatter_base = reduce_scatter_single
@@ -469,6 +488,9 @@ class WeftBackend(_C10dBackend):
         return _work([comm.iscatter(send, tmp, root=root)], outputs, after=after)
 
     def barrier(self, opts=None):
+        if _sync(opts):
+            self._comm.barrier()
+            return _done_work(None)
         return _work([self._comm.ibarrier()], None)
 
     def send(self, tensors, dst, tag):
