@@ -18,13 +18,12 @@
  *  - Inline start (weft__engine_start_inline): a blocking call with nothing
  *    else in flight starts its task on its own thread under the lock, without
  *    the submission stack.
- *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield for 256
- *    passes, then sleeps growing to WEFT_MAX_SLEEP_US while work is in
- *    flight; on a futex when idle. Oversubscribed nodes (more ranks than
- *    cores) spin a few passes, then take the sleeps at once, so a waiting
- *    rank's core goes to a rank that can progress. While a caller polls in
- *    weft_wait the engine naps instead of spinning beside it (one poller per
- *    process), until there is work for it again.
+ *  - Backoff: spin (WEFT_SPIN empty passes), then sched_yield while work is
+ *    in flight; on a futex when idle. Oversubscribed nodes (more ranks than
+ *    cores) spin a few passes, then sleep with a growing interval capped at
+ *    WEFT_MAX_SLEEP_US, so a waiting rank's core goes to a rank that can
+ *    progress. While a caller polls in weft_wait the engine naps instead of
+ *    spinning beside it: one poller per process.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -46,7 +45,7 @@
  * into two lines, an issue had to pull the line the engine had just written
  * (issue + wait of a finished op: doc/benchmarks.md, "Overlap"). */
 /* E.sleeping: awake; asleep until woken (a submission must wake it); in a
- * nap beside a polling waiter, until weft__engine_wake finds no waiter left. */
+ * 20 us nap beside a polling waiter (a submission need not wake it). */
 enum { SLEEP_NONE, SLEEP_DEEP, SLEEP_NAP };
 static struct {
     _Alignas(64) _Atomic(weft__task_t *) submit_top; /* multi-producer stack */
@@ -135,13 +134,9 @@ void weft__engine_submit(weft__task_t *t, bool nowake)
 void weft__engine_wake(void)
 {
     /* seq_cst pairs with the engine's store to `sleeping` followed by its check
-     * of the submission stack and the waiters (Dekker): one of the two sees
-     * the other. A nap beside a waiter is ended only once no waiter is left
-     * (the waiter drives what is submitted meanwhile). */
+     * of the submission stack (Dekker): one of the two sees the other. */
     atomic_thread_fence(memory_order_seq_cst);
-    const int s = atomic_load_explicit(&E.sleeping, memory_order_relaxed);
-    if (s == SLEEP_DEEP ||
-        (s == SLEEP_NAP && atomic_load_explicit(&E.waiters, memory_order_relaxed) == 0)) {
+    if (atomic_load_explicit(&E.sleeping, memory_order_relaxed) == SLEEP_DEEP) {
         atomic_fetch_add_explicit(&E.wake, 1, memory_order_release);
         weft__futex_wake(&E.wake);
     }
@@ -345,30 +340,22 @@ static int spin_limit(void)
     return s;
 }
 
-/* Empty passes that yield, after the spinning ones, before the backoff
- * sleeps on a node that is not oversubscribed by Weft's count (about 0.1 -
- * 0.3 ms: a peer that answers within that keeps the hot path). A yielding
- * loop does not reliably hand its core over: on 2 cores used by 2 ranks'
- * training threads, an engine yielded through a whole 4 ms scheduler tick
- * while the thread it waited for sat runnable on that core, and a DDP step
- * of a compute-bound model took 3 - 6 ms more CPU than on gloo, whose
- * threads sleep in the kernel (doc/notes/engine_measurements.md). */
-#define YIELD_PASSES 256u
-
-/* Backoff after `idle` empty passes. Any thread. Spin, then (with free
- * cores) yield for YIELD_PASSES passes, then sleep with an interval that
- * grows to WEFT_MAX_SLEEP_US, so the core goes to a thread that can
- * progress. Oversubscribed: a few spins, then the sleeps at once. */
+/* Backoff after `idle` empty passes. Any thread. With free cores: spin,
+ * then yield (a rank that waits for its peer keeps its core hot, as the
+ * peer needs no core of ours). Oversubscribed: a few spins, then sleeps that
+ * grow to WEFT_MAX_SLEEP_US, so the core goes to a rank that can progress.
+ * (Sleeping after some hundred yields as well was tried: it took the
+ * device-style overlap of a 2 MiB allreduce from 99.7 - 99.9% to 57 - 73%;
+ * doc/notes/engine_measurements.md.) */
 void weft__engine_backoff(unsigned idle)
 {
     const unsigned spin = (unsigned)spin_limit();
-    const unsigned yields = weft__pp.oversubscribed ? 0u : YIELD_PASSES;
     if (idle < spin) {
         weft__cpu_relax();
-    } else if (idle < spin + yields) {
+    } else if (!weft__pp.oversubscribed) {
         sched_yield();
     } else {
-        unsigned k = idle - spin - yields;
+        unsigned k = idle - spin;
         long us = 1L << (k / 2 > 10 ? 10 : k / 2);
         if (us > weft__pp.max_sleep_us) us = weft__pp.max_sleep_us;
         if (us < 1) us = 1;
@@ -379,9 +366,7 @@ void weft__engine_backoff(unsigned idle)
 
 void weft__engine_waiter(int delta)
 {
-    /* seq_cst: pairs with the napping engine's store to `sleeping` and its
-     * load of `waiters`, through weft__engine_wake (Dekker). */
-    atomic_fetch_add_explicit(&E.waiters, delta, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&E.waiters, delta, memory_order_relaxed);
 }
 
 static void *engine_main(void *arg)
@@ -398,25 +383,20 @@ static void *engine_main(void *arg)
         if (atomic_load_explicit(&E.waiters, memory_order_relaxed) > 0) {
             /* A caller is driving progress in a wait: stay off the lock (an
              * engine preempted while holding it would stall the waiter for a
-             * scheduler tick) and off the cores, asleep until there is work
-             * for it again: weft__engine_wake ends the nap once no waiter is
-             * left (a waiter that leaves with ops still in flight calls it,
-             * and so does the next nonblocking submission). A submission
-             * while a waiter polls does not end the nap: the waiter's passes
-             * take it up, while a futex wake from weft_iallreduce let the
-             * engine preempt the issuing thread on its own core for the whole
-             * collective. The nap used to end every 20 us to look for the
-             * waiter's departure: on 2 fully used cores each of those
-             * wake-ups preempted the spinning waiter (10 us of engine time
-             * every 37 us), and a nonblocking 1 MiB allreduce waited on at
-             * once took 1.7x the blocking call. A blocking call that leaves
-             * nothing in flight makes no wake-up call. The timeout is a
-             * safety net. */
+             * scheduler tick) and off the cores, in 20 us naps. Measured on
+             * 2 cores: better than a yielding engine, and than a 1 ms sleep.
+             * A submission does not end the nap (SLEEP_NAP): the waiter's
+             * passes take it up, and the nap ends in 20 us anyway, while a
+             * futex wake from weft_iallreduce let the engine preempt the
+             * issuing thread on its own core for the whole collective.
+             * (A nap until the last waiter leaves, ended by the departing
+             * waiter or the next submission, was tried: the device-style
+             * overlap of 1 - 4 MiB allreduces fell to 42 - 81% in some rows;
+             * doc/notes/engine_measurements.md.) */
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
             atomic_store_explicit(&E.sleeping, SLEEP_NAP, memory_order_seq_cst);
-            if (atomic_load_explicit(&E.waiters, memory_order_seq_cst) > 0 &&
-                atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
-                weft__futex_wait(&E.wake, seen, 10 * 1000 * 1000L); /* not begun if one is pending */
+            if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
+                weft__futex_wait(&E.wake, seen, 20 * 1000L); /* not begun if one is pending */
             atomic_store_explicit(&E.sleeping, SLEEP_NONE, memory_order_relaxed);
             continue;
         }
