@@ -23,8 +23,11 @@
 #include <string.h>
 
 #include "cuda_kernels.h"
+#include "config.h"
 #include "device.h"
-#include "weft_internal.h"
+#include "log.h"
+#include "reduce.h"
+#include "sys.h"
 
 /* ---- check-and-propagate (log once, where found) ------------------------------ */
 static weft_status_t cuda_error(cudaError_t e, const char *call, const char *file, int line)

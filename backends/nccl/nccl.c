@@ -15,8 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl.h"
 #include "device.h"
-#include "weft_internal.h"
+#include "log.h"
+#include "sys.h"
+#include "transport.h"
 
 static weft_status_t nccl_error(ncclResult_t r, const char *call, const char *file, int line)
 {
@@ -49,8 +52,11 @@ typedef struct nccl_state {
 } nccl_state_t;
 
 /* Caller thread, collective over comm (weft_comm_create). */
-static weft_status_t n_comm_open(weft__comm_t *comm, void **out)
+static weft_status_t n_comm_open(struct weft__comm *c, void **out)
 {
+    /* the communicator's rank, size, id and control channel: the view
+     * transports get (backends/transport.h) */
+    const weft__tp_comm_t *comm = weft__tp_comm(c);
     weft_status_t st = WEFT_SUCCESS;
     struct {
         int status;
