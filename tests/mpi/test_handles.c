@@ -12,6 +12,13 @@
 #include "weft_halo.h"
 #include "weft_stream.h"
 
+/* A completion callback that must never run (registered on bad handles only). */
+static void never_called(void *arg, weft_status_t st)
+{
+    (void)st;
+    ++*(int *)arg;
+}
+
 static weft_status_t make_plan(mt_ctx_t *t, weft_comm_t comm, weft_halo_plan_t *plan)
 {
     weft_halo_params_t hp = WEFT_HALO_PARAMS_INITIALIZER;
@@ -134,10 +141,26 @@ static void test_requests(mt_ctx_t *t)
     weft_request_t copy = r;
     MT_STATUS(t, weft_wait(&r), WEFT_SUCCESS, "wait");
     MT_STATUS(t, weft_wait(&copy), WEFT_ERR_INVALID_REQUEST, "wait on a released request");
+    const weft_request_t released = copy; /* the refused wait left it as it was */
+    MT_CHECK(t, released != WEFT_REQUEST_NULL, "a refused wait cleared the handle");
     copy = r;
     weft_request_t reqs[2] = {made_up, WEFT_REQUEST_NULL};
     MT_STATUS(t, weft_waitall(2, reqs), WEFT_ERR_INVALID_REQUEST, "waitall(made up)");
     MT_STATUS(t, weft_waitall(2, NULL), WEFT_ERR_INVALID_ARG, "waitall(NULL)");
+    int calls = 0;
+    MT_STATUS(t, weft_request_on_complete(made_up, never_called, &calls), WEFT_ERR_INVALID_REQUEST,
+              "on_complete(made up)");
+    MT_STATUS(t, weft_request_on_complete(WEFT_REQUEST_NULL, never_called, &calls),
+              WEFT_ERR_INVALID_REQUEST, "on_complete(WEFT_REQUEST_NULL)");
+    MT_STATUS(t, weft_request_on_complete(released, never_called, &calls), WEFT_ERR_INVALID_REQUEST,
+              "on_complete on a released request");
+    MT_STATUS(t, weft_request_notify_fd(made_up, 1, 7), WEFT_ERR_INVALID_REQUEST,
+              "notify_fd(made up)");
+    MT_STATUS(t, weft_request_notify_fd(WEFT_REQUEST_NULL, 1, 7), WEFT_ERR_INVALID_REQUEST,
+              "notify_fd(WEFT_REQUEST_NULL)");
+    MT_STATUS(t, weft_request_notify_fd(released, 1, 7), WEFT_ERR_INVALID_REQUEST,
+              "notify_fd on a released request");
+    MT_CHECK(t, calls == 0, "a callback on a bad handle ran %d times", calls);
     still_works(t, t->comm, "request misuse");
 }
 
@@ -225,6 +248,11 @@ static void test_reinit(mt_ctx_t *t)
     t->comm = NULL;
     int r = 0;
     MT_STATUS(t, weft_comm_rank(old, &r), WEFT_ERR_NOT_INITIALIZED, "rank after finalize");
+    MT_STATUS(t, weft_request_notify_fd(r_old, 1, 7), WEFT_ERR_NOT_INITIALIZED,
+              "notify_fd after finalize");
+    int calls = 0;
+    MT_STATUS(t, weft_request_on_complete(r_old, never_called, &calls), WEFT_ERR_NOT_INITIALIZED,
+              "on_complete after finalize");
     if (!MT_STATUS(t, weft_init(NULL), WEFT_SUCCESS, "init again")) return;
     weft_comm_t c = NULL;
     if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, NULL, &c), WEFT_SUCCESS, "create after init"))
