@@ -262,23 +262,13 @@ def make_ddp_step(torch, factory, group, rank, batch):
 
 
 def _small_cnn():
+    """The example's CNN (python/examples/ddp_fashion_mnist.py, the same model
+    it trains) and a communication-bound MLP."""
+    import os
     import torch.nn as nn
-
-    class SmallCNN(nn.Module):
-        """conv(1->32,3) relu pool, conv(32->64,3) relu pool, fc(1600->128) relu, fc(128->10)."""
-
-        def __init__(self):
-            super().__init__()
-            self.c1 = nn.Conv2d(1, 32, 3)
-            self.c2 = nn.Conv2d(32, 64, 3)
-            self.f1 = nn.Linear(64 * 5 * 5, 128)
-            self.f2 = nn.Linear(128, 10)
-
-        def forward(self, x):
-            f = nn.functional
-            x = f.max_pool2d(f.relu(self.c1(x)), 2)
-            x = f.max_pool2d(f.relu(self.c2(x)), 2)
-            return self.f2(f.relu(self.f1(x.flatten(1))))
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+    from ddp_fashion_mnist import make_model
+    SmallCNN = type(make_model())
 
     class WideMLP(nn.Module):
         """784 -> 2048 -> 2048 -> 10: 5.8 M parameters, little compute per

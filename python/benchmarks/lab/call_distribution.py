@@ -16,20 +16,15 @@ investigation tool (doc/python.md, "Where the time went"), not a benchmark.
 """
 
 import argparse
+import os
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_torch import parse_size  # noqa: E402  (one size syntax for both programs)
+
 VERSION = "0.1.0"
 PATHS = ("weft", "gloo", "comm", "icomm", "async", "future")
-
-
-def parse_size(s):
-    mult = 1
-    if s[-1:] in "kK":
-        mult, s = 1024, s[:-1]
-    elif s[-1:] in "mM":
-        mult, s = 1 << 20, s[:-1]
-    return int(s) * mult
 
 
 def parse_args(argv):
