@@ -106,8 +106,7 @@ void weft__progress_hook_remove(weft__progress_fn fn, void *arg)
     pthread_mutex_unlock(&E.start_mutex);
 }
 
-weft__progress_params_t weft__pp = {.spin = 100, .max_sleep_us = 100, .linger_us = 1000,
-                                     .wait_spin_us = 20000};
+weft__progress_params_t weft__pp; /* set by weft__progress_init, before the engine starts */
 static weft__task_class_t K; /* how tasks run (weft__progress_init) */
 
 void weft__progress_init(const weft__task_class_t *cls, const weft__progress_params_t *params)
