@@ -40,7 +40,7 @@ void weft__obs_issue(weft__op_t *op);
 void weft__obs_start(weft__op_t *op, weft_status_t st);
 /** Run impl->step(op) and record a step event when it advanced. Engine side. */
 weft_status_t weft__obs_step(weft__op_t *op);
-/** Op finished with st (before weft__op_complete). Engine side. */
+/** Op finished with st (before its completion is published). Engine side. */
 void weft__obs_done(weft__op_t *op, weft_status_t st);
 /** weft__op_wait_done(op), timing how long the caller was blocked. Any thread. */
 void weft__obs_wait_done(weft__op_t *op);
