@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "handle.h"
+#include "topo.h"
 #include "weft_internal.h"
 
 /* Communicator handles: generation-checked (base/handle.h), so every entry
@@ -84,6 +85,7 @@ weft_status_t weft__comm_create(weft__ctl_t *ctl, weft_stream_t stream, weft_tra
         goto fail_dup;
     }
     WEFT__CHECK_GOTO(agree(c, st), st, fail_open);
+    WEFT__CHECK_GOTO(weft__topo_init(c), st, fail_open);
     WEFT__CHECK_GOTO(weft__select_init(c), st, fail_open);
     WEFT__CHECK_GOTO(weft__stream_comm_attach(c), st, fail_open);
 
@@ -97,6 +99,7 @@ weft_status_t weft__comm_create(weft__ctl_t *ctl, weft_stream_t stream, weft_tra
 fail_attach:
     weft__stream_comm_detach(c);
 fail_open:
+    weft__topo_fini(c);
     c->tp->comm_close(c);
 fail_dup:
     weft__ctl_free(&c->ctl_check);
@@ -111,6 +114,7 @@ fail_ctl:
 static void comm_free(weft__comm_t *c)
 {
     weft__stream_comm_detach(c);
+    weft__topo_fini(c);
     c->tp->comm_close(c);
     weft__ctl_free(&c->ctl);
     weft__ctl_free(&c->ctl_check);

@@ -38,7 +38,18 @@ typedef struct weft__comm {
     const weft__transport_t *tp;
     _Atomic int force_algo[WEFT_COLL_COUNT];
     int oversubscribed;       /* more ranks on this node than cores */
-    int node_local;           /* all ranks share one node */
+    /* Node topology (lib/topo.c), agreed at creation, read-only afterwards. */
+    int node_local;           /* all ranks share one node (nnodes == 1) */
+    int nnodes;               /* nodes the ranks span, numbered by their lowest rank */
+    int node;                 /* this rank's node */
+    int local_rank, local_size; /* on this rank's node */
+    int nodes_uniform;        /* every node has local_size ranks */
+    int *node_of;             /* rank -> its node */
+    int *local_of;            /* rank -> its local rank on its node */
+    int *by_node;             /* ranks ordered by (node, local rank) */
+    int *node_first;          /* node -> index of its first rank in by_node (nnodes + 1) */
+    weft__ctl_t *node_ctl;    /* the ranks of this rank's node */
+    void *node_state;         /* backends/shm: the node's shared segment (NULL: none) */
     weft__cost_t cost;        /* alpha/beta/gamma agreed by all ranks */
     void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
     uint64_t handle;          /* the public handle (lib/comm.c, base/handle.h) */

@@ -107,6 +107,12 @@ static const weft__config_var_t vars[] = {
      .doc = "host transport (auto: UCX when built in, else MPI)"},
     {SIZE_ROW("WEFT_RING_CHUNK", "262144", 0, 1L << 40, ring_chunk),
      .doc = "ring pipeline chunk, bytes (0 = one chunk per block)"},
+    {INT_ROW("WEFT_NODE_RANKS", "0", 0, 1 << 20, node_ranks),
+     .doc = "testing: treat every k consecutive ranks as one node (0: the real nodes, "
+            "MPI_COMM_TYPE_SHARED), so that hierarchical algorithms run on one machine"},
+    {BOOL_ROW("WEFT_SHM", "1", shm),
+     .doc = "collectives among ranks of one node may use the shared-memory single-copy path "
+            "(0: the transport only)"},
     {INT_ROW("WEFT_SPIN", "100", 0, 100000000, spin),
      .doc = "empty progress passes before the engine starts to yield its core"},
     {INT_ROW("WEFT_MAX_SLEEP_US", "100", 0, 1000000, max_sleep_us),

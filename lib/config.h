@@ -27,6 +27,8 @@ typedef struct weft__config {
     char trace_path[1024];                   /* WEFT_TRACE */
     weft_transport_t transport;              /* WEFT_TRANSPORT: auto (DEFAULT), mpi, ucx */
     size_t ring_chunk;                       /* WEFT_RING_CHUNK bytes */
+    int node_ranks;                          /* WEFT_NODE_RANKS: test nodes of k ranks (0: real) */
+    int shm;                                 /* WEFT_SHM: the node's shared-memory path */
     int spin;                                /* WEFT_SPIN: empty passes before yielding */
     int max_sleep_us;                        /* WEFT_MAX_SLEEP_US: oversubscribed backoff cap */
     int measure;                             /* WEFT_MEASURE: measure alpha/beta at comm create */
