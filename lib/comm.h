@@ -15,8 +15,23 @@
 #include "progress.h"
 #include "transport.h"
 
+/**
+ * What the cost model knows of the machine a communicator runs on, identical
+ * on every rank (agreed at creation). An algorithm's cost function returns
+ * INFINITY when it cannot run on such a communicator (the hierarchical
+ * algorithms on one node, the shared-memory path across nodes): the model
+ * never picks it, and a forced choice of it gives way to the model's.
+ */
 typedef struct weft__cost {
-    double alpha, beta, gamma;
+    double alpha, beta, gamma;    /* transport: seconds per message, per byte; reduction s/B */
+    /* the transport between two ranks of one node, when the comm spans
+     * several nodes (0: alpha and beta describe every pair) */
+    double alpha_node, beta_node;
+    /* the node's shared-memory path (backends/shm): seconds per
+     * synchronisation, per byte read from a peer (0: no path) */
+    double alpha_shm, beta_shm;
+    int nnodes;                   /* nodes the comm spans (0 or 1: one) */
+    int ppn;                      /* ranks per node when every node has as many, else 0 */
 } weft__cost_t;
 
 /* ---- communicators ------------------------------------------------------ */

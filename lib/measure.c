@@ -86,7 +86,7 @@ out:
 /* Collective over c: agree on the cost parameters (rank 0's view wins). */
 weft_status_t weft__select_init(weft__comm_t *c)
 {
-    weft__cost_t known = {0, 0, 0};
+    weft__cost_t known = {.alpha = 0};
     bool have = weft__select_cost_known(&known);
     double v[4] = {have, known.alpha, known.beta, known.gamma};
     WEFT__CHECK(weft__ctl_bcast(c->ctl, v, sizeof v, 0));
@@ -104,11 +104,14 @@ weft_status_t weft__select_init(weft__comm_t *c)
         WEFT__INFO("measured alpha %.3g s, beta %.3g s/B, gamma %.3g s/B", v[1], v[2], v[3]);
     }
     if (v[0] != 0) {
-        c->cost = (weft__cost_t){v[1], v[2], v[3]};
+        c->cost = (weft__cost_t){.alpha = v[1], .beta = v[2], .gamma = v[3]};
         /* Remember process-wide (same machine): later comms reuse it. */
         weft__select_cost_remember(&c->cost);
     } else {
         c->cost = *weft__select_cost_default();
     }
+    /* The topology (lib/topo.c, the same on every rank). */
+    c->cost.nnodes = c->nnodes;
+    c->cost.ppn = c->nodes_uniform ? c->local_size : 0;
     return WEFT_SUCCESS;
 }

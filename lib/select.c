@@ -33,7 +33,7 @@ static struct {
 } S;
 
 /* Built-in defaults, used when nothing is measured: shared-memory-like values. */
-static const weft__cost_t default_cost = {1.5e-6, 2.0e-10, 2.5e-10};
+static const weft__cost_t default_cost = {.alpha = 1.5e-6, .beta = 2.0e-10, .gamma = 2.5e-10};
 
 static const char *const coll_names[WEFT_COLL_COUNT] = {
     "allreduce", "reduce_scatter", "allgather", "bcast", "reduce",
@@ -160,6 +160,17 @@ weft_algo_t weft__select_explain(const weft__select_comm_t *sc, weft_coll_t coll
         !(mem == WEFT__MEM_DEVICE && src == WEFT__SELECT_COMM)) {
         replaced = a;
         a = WEFT_ALGO_AUTO; /* the cost model's; src still says who asked */
+    }
+    /* An algorithm that cannot run on this communicator (its cost is
+     * INFINITY: the shared-memory path across nodes, a hierarchical algorithm
+     * on one node) gives way to the cost model's choice, however it was asked
+     * for. */
+    if (a != WEFT_ALGO_AUTO && replaced == WEFT_ALGO_AUTO) {
+        const weft__algo_impl_t *impl = weft__algo_impl(coll, a);
+        if (impl != NULL && impl->cost != NULL && isinf(impl->cost(sc->size, bytes, &sc->cost))) {
+            replaced = a;
+            a = WEFT_ALGO_AUTO;
+        }
     }
     if (ex != NULL) {
         double mc = INFINITY;

@@ -58,7 +58,8 @@ typedef struct weft__select_explain {
     int rule_line;                /* RULE: its line in the tuning file, else 0 */
     /** The algorithm the source (forced setting or rule) named, when the
      * call cannot run it and algo is the cost model's choice instead (NCCL
-     * on host buffers); WEFT_ALGO_AUTO when nothing was replaced. */
+     * on host buffers, or an algorithm whose cost is INFINITY on this
+     * communicator); WEFT_ALGO_AUTO when nothing was replaced. */
     weft_algo_t replaced;
     /** The cost model's choice for this call and its predicted seconds,
      * whether or not the model decided (INFINITY: no candidate). */

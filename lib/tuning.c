@@ -182,7 +182,7 @@ weft_status_t weft__tuning_parse(const char *path)
         return st;
     }
     if (nc == 3) {
-        T.cost = (weft__cost_t){cv[0], cv[1], cv[2]};
+        T.cost = (weft__cost_t){.alpha = cv[0], .beta = cv[1], .gamma = cv[2]};
         T.have_cost = 1;
     }
     return WEFT_SUCCESS;

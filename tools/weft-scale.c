@@ -68,7 +68,7 @@ static const char *short_name(weft_algo_t a)
 
 int main(int argc, char **argv)
 {
-    weft__cost_t cost = {1e-6, 1.0 / 12.5e9, 1.0 / 10e9};
+    weft__cost_t cost = {.alpha = 1e-6, .beta = 1.0 / 12.5e9, .gamma = 1.0 / 10e9};
     const char *net = "EDR InfiniBand-like (alpha 1 us, beta 1/12.5 GB/s, gamma 1/10 GB/s)";
     const char *csv = NULL;
     int check = 0, pmin = 2, pmax = 16384;
@@ -92,9 +92,9 @@ int main(int argc, char **argv)
         case OPT_CHECK: check = 1; break;
         case OPT_NET:
             if (!strcmp(optarg, "edr")) {
-                cost = (weft__cost_t){1e-6, 1.0 / 12.5e9, 1.0 / 10e9};
+                cost = (weft__cost_t){.alpha = 1e-6, .beta = 1.0 / 12.5e9, .gamma = 1.0 / 10e9};
             } else if (!strcmp(optarg, "shm")) {
-                cost = (weft__cost_t){1.5e-6, 2.0e-10, 2.5e-10};
+                cost = (weft__cost_t){.alpha = 1.5e-6, .beta = 2.0e-10, .gamma = 2.5e-10};
                 net = "shared memory (the library's built-in defaults)";
             } else {
                 return weft_cli_usage_error(prog, "unknown --net '%s' (one of: edr, shm)", optarg);

@@ -216,7 +216,7 @@ static int measure_cost(MPI_Comm c, weft__cost_t *cost)
     int all = 0;
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c) != MPI_SUCCESS || !all) return 1;
     if (MPI_Bcast(v, 3, MPI_DOUBLE, 0, c) != MPI_SUCCESS) return 1;
-    *cost = (weft__cost_t){v[0], v[1], v[2]};
+    *cost = (weft__cost_t){.alpha = v[0], .beta = v[1], .gamma = v[2]};
     return 0;
 }
 

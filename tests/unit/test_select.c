@@ -16,7 +16,7 @@
 #include "tuning.h"
 #include "weft_internal.h"
 
-static const weft__cost_t cost = {2e-6, 2e-10, 2.5e-10};
+static const weft__cost_t cost = {.alpha = 2e-6, .beta = 2e-10, .gamma = 2.5e-10};
 
 /* The device rule asks the NCCL backend only whether it can reduce: a
  * backend with that entry alone (NCCL has no bitwise ops). */

@@ -136,7 +136,7 @@ END_TEST
 
 START_TEST(cost_model_prefers_latency_then_bandwidth)
 {
-    weft__cost_t c = {2e-6, 2e-10, 2.5e-10};
+    weft__cost_t c = {.alpha = 2e-6, .beta = 2e-10, .gamma = 2.5e-10};
     weft_algo_t small = weft__select_model(WEFT_COLL_ALLREDUCE, 8, 8, WEFT_FLOAT32, &c, NULL);
     weft_algo_t large = weft__select_model(WEFT_COLL_ALLREDUCE, 8, 64 << 20, WEFT_FLOAT32, &c, NULL);
     ck_assert_int_eq(small, WEFT_ALGO_RECURSIVE_DOUBLING);
