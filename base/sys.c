@@ -35,3 +35,15 @@ void weft__futex_wake(_Atomic uint32_t *word)
 {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
+
+void weft__futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, long timeout_ns)
+{
+    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT, expected, timeout_ns > 0 ? &ts : NULL, NULL,
+            0);
+}
+
+void weft__futex_wake_shared(_Atomic uint32_t *word)
+{
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+}

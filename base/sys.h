@@ -37,6 +37,10 @@ double weft__now_coarse(void);
 void weft__futex_wait(_Atomic uint32_t *word, uint32_t expected, long timeout_ns);
 /** Wake every thread sleeping on word. Any thread. */
 void weft__futex_wake(_Atomic uint32_t *word);
+/** The same for a word in memory shared between processes (backends/shm's
+ * doorbells): the kernel keys it by the mapping, not the address space. */
+void weft__futex_wait_shared(_Atomic uint32_t *word, uint32_t expected, long timeout_ns);
+void weft__futex_wake_shared(_Atomic uint32_t *word);
 
 #define WEFT__CHECK(expr)                                                       \
     do {                                                                       \

@@ -129,6 +129,7 @@ typedef enum weft_algo {
     WEFT_ALGO_LINEAR,              /**< direct to/from the root (gather, scatter) */
     WEFT_ALGO_NCCL,                /**< NCCL on the communicator's CUDA stream */
     WEFT_ALGO_REDUCE_BCAST,        /**< allreduce: binomial reduce to rank 0, then binomial bcast */
+    WEFT_ALGO_SHM,                 /**< ranks of one node read each other's buffers (single copy) */
     WEFT_ALGO_COUNT
 } weft_algo_t;
 

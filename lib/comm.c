@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "handle.h"
+#include "node.h"
 #include "topo.h"
 #include "weft_internal.h"
 
@@ -38,6 +39,23 @@ static weft_status_t agree_transport(weft__comm_t *c, weft_status_t st)
         WEFT__ERROR("weft_comm_create_ex: ranks asked for different transports (this rank: %s)",
                     weft_transport_name((weft_transport_t)id));
         return WEFT_ERR_INVALID_ARG;
+    }
+    return WEFT_SUCCESS;
+}
+
+/* The node's shared-memory path (backends/shm) when every rank shares one
+ * node, and its cost figures for the selection. Collective over the comm
+ * (node_local is the same on every rank). */
+static weft_status_t open_node(weft__comm_t *c)
+{
+    if (!c->node_local || c->size < 2 || !weft__cfg.shm) return WEFT_SUCCESS;
+    weft__node_t *n = NULL;
+    weft__node_cost_t nc = {0, 0};
+    WEFT__CHECK(weft__node_open(c->node_ctl, c->id, &n, &nc));
+    c->node_state = n;
+    if (n != NULL) {
+        c->cost.alpha_shm = nc.alpha > 0 ? nc.alpha : 1e-9;
+        c->cost.beta_shm = nc.beta;
     }
     return WEFT_SUCCESS;
 }
@@ -87,6 +105,7 @@ weft_status_t weft__comm_create(weft__ctl_t *ctl, weft_stream_t stream, weft_tra
     WEFT__CHECK_GOTO(agree(c, st), st, fail_open);
     WEFT__CHECK_GOTO(weft__topo_init(c), st, fail_open);
     WEFT__CHECK_GOTO(weft__select_init(c), st, fail_open);
+    WEFT__CHECK_GOTO(open_node(c), st, fail_open);
     WEFT__CHECK_GOTO(weft__stream_comm_attach(c), st, fail_open);
 
     uint64_t h = 0;
@@ -99,6 +118,7 @@ weft_status_t weft__comm_create(weft__ctl_t *ctl, weft_stream_t stream, weft_tra
 fail_attach:
     weft__stream_comm_detach(c);
 fail_open:
+    weft__node_close((weft__node_t **)&c->node_state);
     weft__topo_fini(c);
     c->tp->comm_close(c);
 fail_dup:
@@ -114,6 +134,7 @@ fail_ctl:
 static void comm_free(weft__comm_t *c)
 {
     weft__stream_comm_detach(c);
+    weft__node_close((weft__node_t **)&c->node_state);
     weft__topo_fini(c);
     c->tp->comm_close(c);
     weft__ctl_free(&c->ctl);

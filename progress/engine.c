@@ -346,6 +346,15 @@ static int spin_limit(void)
  * (Sleeping after some hundred yields as well was tried: it took the
  * device-style overlap of a 2 MiB allreduce from 99.7 - 99.9% to 57 - 73%;
  * doc/notes/engine_measurements.md.) */
+static _Atomic(weft__idle_fn) idle_fn;
+static void *_Atomic idle_arg;
+
+void weft__progress_idle_set(weft__idle_fn fn, void *arg)
+{
+    atomic_store_explicit(&idle_arg, arg, memory_order_relaxed);
+    atomic_store_explicit(&idle_fn, fn, memory_order_release);
+}
+
 void weft__engine_backoff(unsigned idle)
 {
     const unsigned spin = (unsigned)spin_limit();
@@ -358,6 +367,9 @@ void weft__engine_backoff(unsigned idle)
         long us = 1L << (k / 2 > 10 ? 10 : k / 2);
         if (us > weft__pp.max_sleep_us) us = weft__pp.max_sleep_us;
         if (us < 1) us = 1;
+        weft__idle_fn fn = atomic_load_explicit(&idle_fn, memory_order_acquire);
+        if (fn != NULL && fn(atomic_load_explicit(&idle_arg, memory_order_relaxed), us * 1000L))
+            return;
         struct timespec ts = {0, us * 1000L};
         nanosleep(&ts, NULL);
     }

@@ -177,4 +177,16 @@ weft_status_t weft__progress_hook_add(weft__progress_fn fn, void *arg);
  * or the caller holds the progress lock (weft__engine_lock). */
 void weft__progress_hook_remove(weft__progress_fn fn, void *arg);
 
+/**
+ * An idle wait: a mechanism that sleeps until another process signals (the
+ * node's doorbells, backends/shm). fn(arg, timeout_ns) sleeps at most
+ * timeout_ns and returns true, or returns false at once when it has nothing
+ * to wait on. The backoff on an oversubscribed node calls it instead of
+ * sleeping a fixed time, so that a rank whose peer posts wakes at once.
+ * One per process (a later set replaces it). Any thread; fn is called from
+ * any thread that backs off, outside the progress lock.
+ */
+typedef bool (*weft__idle_fn)(void *arg, long timeout_ns);
+void weft__progress_idle_set(weft__idle_fn fn, void *arg);
+
 #endif /* WEFT_PROGRESS_H */

@@ -9,7 +9,7 @@
 #   progress   progress/ includes base/, progress/ and weft.h only;
 #   coll       the algorithms (lib/coll/*.c) include the algorithm interface
 #              algo.h (and coll_util.h, config.h, the table algos.def) only;
-#   transports backends/ (the table, backends/mpi, backends/ucx) include the
+#   transports backends/ (the table, backends/mpi, backends/ucx, backends/shm) include the
 #              interfaces only: transport.h, ctl.h, progress.h, base/, the
 #              public headers; backends/mpi also mpi_interop.h and the
 #              algorithm interface algo.h (it provides the mpi allreduce);
@@ -56,12 +56,15 @@ check_progress() { check_allowed $(sources progress) -- $BASE progress.h progres
 check_coll() {
     # algorithms see the algorithm interface (and the configuration where
     # they read a variable); algos.c includes the table of rows too
-    check_allowed $(find lib/coll -maxdepth 1 -name '*.c' | sort) lib/coll/coll_util.h -- \
-        algo.h coll_util.h config.h algos.def $BASE $PUBLIC
+    check_allowed $(find lib/coll -maxdepth 1 -name '*.c' | sort) lib/coll/coll_util.h \
+        lib/coll/coll_shm.h -- \
+        algo.h coll_util.h coll_shm.h config.h algos.def $BASE $PUBLIC
 }
 check_transports() {
     local common="transport.h ctl.h progress.h $BASE $PUBLIC"
     check_allowed backends/transport.h backends/transport.c $(sources backends/ucx) -- $common
+    # the node's shared-memory path: its interface and what a transport sees
+    check_allowed backends/node.h $(sources backends/shm) -- node.h $common
     check_allowed $(sources backends/mpi) -- $common mpi_interop.h algo.h
 }
 check_devices() {

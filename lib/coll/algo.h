@@ -12,6 +12,7 @@
 
 #include "comm.h"
 #include "log.h"
+#include "node.h"
 #include "progress.h"
 #include "reduce.h"
 #include "sys.h"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # run_kill.sh - a rank killed mid-collective: nothing hangs, nothing is left.
-#   run_kill.sh MPIEXEC MPI_KILL_LOOP [TRANSPORT]   (mpi, ucx, default: Weft's)
+#   run_kill.sh MPIEXEC MPI_KILL_LOOP [TRANSPORT]   (mpi, ucx, default: Weft's;
+#                                                   shm: the default transport with the
+#                                                   node's shared-memory collectives forced)
 #
 # Runs mpi_kill_loop (tests/mpi/test_kill.c) on 4 ranks with WEFT_TIMEOUT=5,
 # waits until every rank is in its loop of collectives, kills rank 2 with
@@ -53,7 +55,11 @@ trap cleanup EXIT
 failed() { echo "FAIL: $*"; fail=1; }
 
 envs=(WEFT_TIMEOUT=$TIMEOUT_S TMPDIR="$work/tmp")
-[ "$TP" != default ] && envs+=(WEFT_TRANSPORT="$TP")
+case $TP in
+default) ;;
+shm) envs+=(WEFT_ALLREDUCE_ALGO=shm WEFT_BCAST_ALGO=shm WEFT_ALLGATHER_ALGO=shm) ;;
+*) envs+=(WEFT_TRANSPORT="$TP") ;;
+esac
 env "${envs[@]}" timeout -s KILL "$LIMIT" "$MPIEXEC" -n "$N" "$EXE" --max-seconds 60 \
     >"$work/out" 2>"$work/err" &
 job=$!

@@ -1,0 +1,7 @@
+/*
+ * reduce_scatter_shm.c - reduce_scatter over the node's shared-memory path: ranks of one node
+ * read each other's buffers directly (lib/coll/coll_shm.h, shm_common.c).
+ */
+#include "coll_shm.h"
+
+WEFT__SHM_IMPL(reduce_scatter, WEFT__OP_REDUCE_SCATTER, WEFT_ALGO_SHM);
