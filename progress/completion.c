@@ -84,9 +84,33 @@ bool weft__task_on_complete(weft__task_t *t, weft__task_cb_t fn, void *arg)
  * 2-core machine, and a futex wake-up there takes 0.1 to 5 ms, which is
  * why the budget is long where cores are not oversubscribed.)
  */
+/* An oversubscribed node with an idle wait (the node's doorbells): the
+ * caller drives progress until t completed and sleeps on the doorbell
+ * between passes, woken at once when a peer publishes. No hand-off to the
+ * engine: that costs two wake-ups (the engine's, then the caller's), and each
+ * waits for a core that the node's ranks share. */
+static void wait_oversubscribed(weft__task_t *t)
+{
+    unsigned idle = 0;
+    weft__engine_waiter(+1);
+    while (!weft__task_done(t)) {
+        int w = weft__engine_try_progress();
+        if (weft__task_done(t)) break;
+        if (w > 0) idle = 0;
+        else if (w < 0) sched_yield(); /* the lock holder may be preempted */
+        else weft__engine_backoff(idle++);
+    }
+    weft__engine_waiter(-1);
+    if (weft__engine_inflight() > 0) weft__engine_wake_nap();
+}
+
 void weft__task_wait(weft__task_t *t, int pauses)
 {
     if (weft__task_done(t)) return;
+    if (weft__pp.oversubscribed && weft__progress_idle_available()) {
+        wait_oversubscribed(t);
+        return;
+    }
     double budget = 1e-6 * (weft__pp.oversubscribed && weft__pp.wait_spin_us > 10
                                 ? 10 : weft__pp.wait_spin_us);
     /* A budget of milliseconds is kept well enough by the kernel tick's clock,

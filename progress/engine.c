@@ -141,6 +141,15 @@ void weft__engine_wake(void)
     }
 }
 
+void weft__engine_wake_nap(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&E.sleeping, memory_order_relaxed) != SLEEP_NONE) {
+        atomic_fetch_add_explicit(&E.wake, 1, memory_order_release);
+        weft__futex_wake(&E.wake);
+    }
+}
+
 /* ---- engine-side helpers (progress lock held) ---------------------------------- */
 static void drain_submissions(void)
 {
@@ -349,6 +358,11 @@ static int spin_limit(void)
 static _Atomic(weft__idle_fn) idle_fn;
 static void *_Atomic idle_arg;
 
+bool weft__progress_idle_available(void)
+{
+    return atomic_load_explicit(&idle_fn, memory_order_acquire) != NULL;
+}
+
 void weft__progress_idle_set(weft__idle_fn fn, void *arg)
 {
     atomic_store_explicit(&idle_arg, arg, memory_order_relaxed);
@@ -406,8 +420,15 @@ static void *engine_main(void *arg)
              * doc/notes/engine_measurements.md.) */
             uint32_t seen = atomic_load_explicit(&E.wake, memory_order_acquire);
             atomic_store_explicit(&E.sleeping, SLEEP_NAP, memory_order_seq_cst);
+            /* Oversubscribed with an idle wait, the waiter stays until its op
+             * completed and wakes the engine as it leaves
+             * (weft__engine_wake_nap): nap long, since every wake-up of
+             * this thread takes a core a rank needs. */
+            const long nap_ns = weft__pp.oversubscribed && weft__progress_idle_available()
+                                    ? 2000 * 1000L
+                                    : 20 * 1000L;
             if (atomic_load_explicit(&E.submit_top, memory_order_seq_cst) == NULL)
-                weft__futex_wait(&E.wake, seen, 20 * 1000L); /* not begun if one is pending */
+                weft__futex_wait(&E.wake, seen, nap_ns); /* not begun if one is pending */
             atomic_store_explicit(&E.sleeping, SLEEP_NONE, memory_order_relaxed);
             continue;
         }

@@ -159,6 +159,8 @@ void weft__engine_waiter(int delta);
 extern unsigned weft__engine_events;
 /** Make sure the engine thread is awake (before a caller sleeps). Any thread. */
 void weft__engine_wake(void);
+/** The same, ending a nap too (a waiter that leaves with work in flight). Any thread. */
+void weft__engine_wake_nap(void);
 /** Number of tasks submitted and not yet completed, process-wide. */
 int weft__engine_inflight(void);
 
@@ -188,5 +190,7 @@ void weft__progress_hook_remove(weft__progress_fn fn, void *arg);
  */
 typedef bool (*weft__idle_fn)(void *arg, long timeout_ns);
 void weft__progress_idle_set(weft__idle_fn fn, void *arg);
+/** Is an idle wait set? Any thread. */
+bool weft__progress_idle_available(void);
 
 #endif /* WEFT_PROGRESS_H */

@@ -59,7 +59,13 @@ struct weft__node {
     pid_t *pid;          /* peers' process ids */
     uint64_t next_seq;   /* engine side: the last number handed out */
     uint64_t done_seq;   /* engine side: operations finished here */
-    uint32_t bell_seen;  /* engine side: own doorbell when the last wait looked */
+    /* The own doorbell as it was before the first wait since the last idle
+     * wait that found a peer behind (armed): a publish after it changed
+     * the doorbell, so the idle wait sleeps only while nothing was
+     * published since. Written engine side, read by the idle wait (any
+     * thread); an older value only makes the sleep end at once. */
+    _Atomic uint32_t bell_seen;
+    _Atomic int armed;
     struct weft__node *next_open; /* the process's open nodes (idle wait) */
 };
 
@@ -77,11 +83,13 @@ static bool idle_wait(void *arg, long timeout_ns)
     bool waited = false;
     if (pthread_mutex_lock(&idle_mu) != 0) return false;
     weft__node_t *n = atomic_load_explicit(&last_waiter, memory_order_acquire);
-    if (n != NULL) {
+    /* only after a wait found a peer behind (else: not waiting on the node) */
+    if (n != NULL && atomic_exchange_explicit(&n->armed, 0, memory_order_acq_rel)) {
         slot_t *me = &n->seg->slot[n->rank];
         /* seq_cst: pairs with the publisher's add to bell and load of sleeping */
         atomic_store_explicit(&me->sleeping, 1, memory_order_seq_cst);
-        weft__futex_wait_shared(&me->bell, n->bell_seen, timeout_ns);
+        weft__futex_wait_shared(&me->bell, atomic_load_explicit(&n->bell_seen, memory_order_relaxed),
+                                timeout_ns);
         atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
         waited = true;
     }
@@ -360,9 +368,13 @@ void weft__node_post(weft__node_t *n, uint64_t seq, const void *sbuf, void *rbuf
 bool weft__node_reached(weft__node_t *n, int peer, uint64_t seq, uint32_t stage)
 {
     /* the doorbell first: a publish after this load changes it */
-    n->bell_seen = atomic_load_explicit(&n->seg->slot[n->rank].bell, memory_order_seq_cst);
+    const uint32_t bell = atomic_load_explicit(&n->seg->slot[n->rank].bell, memory_order_seq_cst);
     if (atomic_load_explicit(&n->seg->slot[peer].prog, memory_order_acquire) >= word(seq, stage))
         return true;
+    if (!atomic_load_explicit(&n->armed, memory_order_relaxed)) {
+        atomic_store_explicit(&n->bell_seen, bell, memory_order_relaxed);
+        atomic_store_explicit(&n->armed, 1, memory_order_release);
+    }
     atomic_store_explicit(&last_waiter, n, memory_order_release);
     return false;
 }

@@ -338,21 +338,23 @@ double weft__shm_cost(weft__opkind_t kind, int p, size_t n, const weft__cost_t *
     if (c->alpha_shm <= 0 || p < 2 || (c->nnodes > 1)) return INFINITY;
     const double a = c->alpha_shm, b = c->beta_shm, g = c->gamma, dn = (double)n;
     const double f = (double)(p - 1) / p;
+    /* small: one synchronisation, the copies into and out of the inline
+     * areas (at about the path's per-byte cost) and the reductions */
     switch (kind) {
     case WEFT__OP_ALLREDUCE:
-        if (n <= WEFT__NODE_INLINE) return a + p * dn * g;
+        if (n <= WEFT__NODE_INLINE) return a + dn * b + (p - 1) * dn * g;
         return 2 * a + 2 * f * dn * b + f * dn * g;
     case WEFT__OP_REDUCE_SCATTER:
-        if (n * (size_t)p <= WEFT__NODE_INLINE) return a + p * dn * g;
+        if (n * (size_t)p <= WEFT__NODE_INLINE) return a + p * dn * b + (p - 1) * dn * g;
         return 2 * a + (p - 1) * dn * (b + g);
     case WEFT__OP_ALLGATHER:
-        if (n <= WEFT__NODE_INLINE) return a + p * dn * g;
+        if (n <= WEFT__NODE_INLINE) return a + p * dn * b;
         return 2 * a + (p - 1) * dn * b;
     case WEFT__OP_BCAST:
-        if (n <= WEFT__NODE_INLINE) return a + dn * g;
+        if (n <= WEFT__NODE_INLINE) return a + 2 * dn * b;
         return 2 * a + dn * b;
     case WEFT__OP_REDUCE:
-        if (n <= WEFT__NODE_INLINE) return a + p * dn * g;
+        if (n <= WEFT__NODE_INLINE) return a + dn * b + (p - 1) * dn * g;
         return 2 * a + (p - 1) * dn * (b + g);
     default:
         return INFINITY;

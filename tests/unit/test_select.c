@@ -271,6 +271,50 @@ START_TEST(explain_device_rule)
 }
 END_TEST
 
+/* The shared-memory path: an algorithm whose cost is INFINITY on a
+ * communicator (shm without the path) is never the model's choice, and a
+ * forced choice of it gives way to the model's (replaced); with the path
+ * (alpha_shm > 0) it is a candidate like any other. */
+START_TEST(explain_shm_gives_way)
+{
+    reset_config();
+    weft__select_comm_t sc = {.size = 2, .cost = cost, .forced = WEFT_ALGO_SHM};
+    const weft_coll_t colls[] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_REDUCE_SCATTER,
+                                 WEFT_COLL_ALLGATHER, WEFT_COLL_BCAST, WEFT_COLL_REDUCE};
+    for (size_t c = 0; c < sizeof colls / sizeof colls[0]; c++) {
+        for (size_t bytes = 4; bytes <= (64u << 20); bytes *= 64) {
+            weft__select_explain_t ex;
+            sc.cost = cost; /* no path */
+            sc.forced = WEFT_ALGO_SHM;
+            weft_algo_t a = weft__select_explain(&sc, colls[c], bytes, WEFT_FLOAT32, WEFT_SUM,
+                                                 WEFT__MEM_HOST, &ex);
+            ck_assert_int_ne(a, WEFT_ALGO_SHM);
+            ck_assert_int_eq(a, ex.model);
+            ck_assert_int_eq(ex.replaced, WEFT_ALGO_SHM);
+            ck_assert_int_eq(ex.source, WEFT__SELECT_COMM);
+            /* with the path, forced: it runs */
+            sc.cost.alpha_shm = 3e-7;
+            sc.cost.beta_shm = 1e-10;
+            a = weft__select_explain(&sc, colls[c], bytes, WEFT_FLOAT32, WEFT_SUM,
+                                     WEFT__MEM_HOST, &ex);
+            ck_assert_int_eq(a, WEFT_ALGO_SHM);
+            ck_assert_int_eq(ex.replaced, WEFT_ALGO_AUTO);
+            /* and the model picks it where it is cheapest: a path whose
+             * alpha and beta beat the transport's by far */
+            sc.forced = WEFT_ALGO_AUTO;
+            ck_assert_msg(weft__select_explain(&sc, colls[c], bytes, WEFT_FLOAT32, WEFT_SUM,
+                                               WEFT__MEM_HOST, NULL) == WEFT_ALGO_SHM,
+                          "%s, %zu bytes: the model does not pick shm",
+                          weft__coll_name(colls[c]), bytes);
+            /* a communicator across nodes never runs it */
+            sc.cost.nnodes = 2;
+            ck_assert_int_ne(weft__select_explain(&sc, colls[c], bytes, WEFT_FLOAT32, WEFT_SUM,
+                                                  WEFT__MEM_HOST, NULL), WEFT_ALGO_SHM);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("select");
@@ -279,6 +323,7 @@ int main(void)
     tcase_add_test(tc, explain_cost_model);
     tcase_add_test(tc, explain_forced_env_rule);
     tcase_add_test(tc, explain_device_rule);
+    tcase_add_test(tc, explain_shm_gives_way);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
