@@ -43,6 +43,8 @@
  *
  * Synchronisation: progress words and a barrier in a shared anonymous
  * mapping, spinning then sched_yield (the processes may outnumber the cores).
+ * Thread contract: every process is single-threaded; each function below runs
+ * on its process's only thread, on that process's own proc_t.
  * Exit 0, 1 on a failed check or system call, 2 on a usage error.
  */
 #ifndef _GNU_SOURCE
@@ -469,8 +471,15 @@ static double median(double *v, long n)
 
 
 /* ---- one process's run ----------------------------------------------------- */
+/* Every size, every mode; process 0 prints. 0, or -1 after fail(). */
 static int run(proc_t *pr)
 {
+    /* Peers read each other with process_vm_readv: allow it where the Yama
+     * module would restrict it to ancestors (per process, not inherited;
+     * EINVAL without Yama: fine). */
+#if defined(PR_SET_PTRACER)
+    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
+#endif
     const opts_t *o = pr->o;
     ctl_t *c = pr->ctl;
     double (*samples)[MAX_ROUNDS] = NULL; /* [mode]: elapsed, then [NMODES + mode]: CPU */
@@ -697,11 +706,6 @@ int main(int argc, char **argv)
            "a loaded machine); huge_MiB: process 0's AnonHugePages\n");
     fflush(stdout);
 
-    /* Peers read each other with process_vm_readv: allow it where the Yama
-     * module would restrict it to ancestors (EINVAL elsewhere: fine). */
-#if defined(PR_SET_PTRACER)
-    (void)prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
-#endif
     pid_t kids[MAXP];
     int nkids = 0, rc = 0;
     const pid_t parent = getpid();
