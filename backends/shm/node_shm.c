@@ -13,8 +13,11 @@
  * byte once and writes every output byte once; staging through a segment adds
  * a write and a read of every byte (the copy in), which for allreduce is
  * about half again the memory traffic of the whole operation, and memory
- * bandwidth is what large collectives on one node are bound by
- * (doc/design.md, "The node's shared-memory path", has the measurement).
+ * bandwidth is what large collectives on one node are bound by, where the
+ * ranks saturate it. Measured on the 2-core machine, which they do not
+ * saturate (benchmarks/lab/shm_modes, doc/notes/shm_modes.md): with 4 KiB
+ * pages the kernel's per-page pinning made CMA cost 1.1 to 1.5x copy-in's
+ * CPU; with huge pages CMA cost 0.7 to 0.9x from 8 MiB up.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
