@@ -113,7 +113,7 @@ static const weft__config_var_t vars[] = {
     {BOOL_ROW("WEFT_SHM", "1", shm),
      .doc = "collectives among ranks of one node may use the shared-memory single-copy path "
             "(0: the transport only)"},
-    {SIZE_ROW("WEFT_SHM_CHUNK", "131072", 64, 1L << 30, shm_chunk),
+    {SIZE_ROW("WEFT_SHM_CHUNK", "524288", 64, 1L << 30, shm_chunk),
      .doc = "the shared-memory path's pipeline chunk, bytes: a rank reduces and publishes its "
             "block in chunks this large, and its peers copy each as soon as it is published"},
     {INT_ROW("WEFT_SPIN", "100", 0, 100000000, spin),
