@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "measure.h"
 #include "tuning.h"
 #include "weft_internal.h"
 
@@ -377,6 +378,59 @@ START_TEST(hierarchical_selection)
 }
 END_TEST
 
+/* The process-wide figures: one set for one-node comms, one for multi-node
+ * comms, never mixed; a tuning file's node figures serve one-node comms. */
+START_TEST(cost_remember_kinds)
+{
+    reset_config();
+    ck_assert_int_eq(weft__select_load(), WEFT_SUCCESS); /* no tuning file: nothing known */
+    weft__cost_t got;
+    ck_assert(!weft__select_cost_known(false, &got));
+    ck_assert(!weft__select_cost_known(true, &got));
+    const weft__cost_t one = {.alpha = 1e-6, .beta = 1e-10, .gamma = 3e-10, .nnodes = 1, .ppn = 4};
+    weft__select_cost_remember(&one);
+    ck_assert(weft__select_cost_known(false, &got));
+    ck_assert(got.alpha == one.alpha && got.beta == one.beta);
+    ck_assert(!weft__select_cost_known(true, &got)); /* a one-node comm says nothing of links across nodes */
+    const weft__cost_t multi = {.alpha = 5e-6, .beta = 1e-9, .gamma = 3e-10, .alpha_node = 7e-7,
+                                .beta_node = 6e-11, .nnodes = 2, .ppn = 2};
+    weft__select_cost_remember(&multi);
+    ck_assert(weft__select_cost_known(true, &got));
+    ck_assert(got.alpha == multi.alpha && got.beta_node == multi.beta_node);
+    ck_assert(weft__select_cost_known(false, &got));
+    ck_assert(got.alpha == one.alpha); /* the one-node set stays as measured */
+    /* a multi-node measurement first: its node figures serve one-node comms */
+    ck_assert_int_eq(weft__select_load(), WEFT_SUCCESS);
+    weft__select_cost_remember(&multi);
+    ck_assert(weft__select_cost_known(false, &got));
+    ck_assert(got.alpha == multi.alpha_node && got.beta == multi.beta_node);
+    ck_assert(got.alpha_node == 0 && got.nnodes == 0);
+    /* a tuning file with node figures */
+    char path[] = "/tmp/weft_select_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "weft-tuning 1\nalpha 4e-6\nbeta 8e-10\ngamma 2e-10\nalpha_node 4e-7\n"
+               "beta_node 4e-11\n");
+    fclose(f);
+    setenv("WEFT_TUNING_FILE", path, 1);
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    ck_assert_int_eq(weft__select_load(), WEFT_SUCCESS);
+    unlink(path);
+    ck_assert(weft__select_cost_known(true, &got));
+    ck_assert(got.alpha == 4e-6 && got.beta == 8e-10 && got.alpha_node == 4e-7 &&
+              got.beta_node == 4e-11);
+    ck_assert(weft__select_cost_known(false, &got));
+    ck_assert(got.alpha == 4e-7 && got.beta == 4e-11 && got.gamma == 2e-10 && got.alpha_node == 0);
+    weft__select_cost_remember(&one); /* the file's figures stay */
+    ck_assert(weft__select_cost_known(false, &got) && got.alpha == 4e-7);
+    unsetenv("WEFT_TUNING_FILE");
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    ck_assert_int_eq(weft__select_load(), WEFT_SUCCESS);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("select");
@@ -387,6 +441,7 @@ int main(void)
     tcase_add_test(tc, explain_device_rule);
     tcase_add_test(tc, explain_shm_gives_way);
     tcase_add_test(tc, hierarchical_selection);
+    tcase_add_test(tc, cost_remember_kinds);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
