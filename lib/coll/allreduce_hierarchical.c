@@ -51,8 +51,8 @@
  * the others, or (recursive doubling) reduced symmetrically, so all ranks
  * end with identical bits. With one rank per node (L = 1) the vector is
  * first copied to recvbuf (not in place) and phases 1 and 3 are empty.
- * The cost above is the unpipelined one (an upper bound: the pipeline adds
- * S - 1 rounds of latency and overlaps the phases' transfers).
+ * The cost above is the unpipelined one (the pipeline overlaps the phases'
+ * transfers at the price of S - 1 more rounds of latency).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +120,7 @@ static int inter_peer(const weft__op_t *op, const hier_state_t *s, int j)
     return weft__node_member(op->comm, weft__mod(j, s->N), s->lr);
 }
 
-/* Elements [*lo, *hi) of chunk k (of L) of segment g. */
+/* Elements [*lo, *hi) of chunk k (of L) of segment g. Engine side. */
 static void chunk(const weft__op_t *op, const hier_state_t *s, int g, int k, size_t *lo, size_t *hi)
 {
     size_t slo, shi;
@@ -130,7 +130,8 @@ static void chunk(const weft__op_t *op, const hier_state_t *s, int g, int k, siz
     *hi += slo;
 }
 
-/* Elements [*lo, *hi) of piece k (of N) of this rank's chunk of segment g. */
+/* Elements [*lo, *hi) of piece k (of N) of this rank's chunk of segment g.
+ * Engine side. */
 static void piece(const weft__op_t *op, const hier_state_t *s, int g, int k, size_t *lo,
                   size_t *hi)
 {
@@ -141,7 +142,7 @@ static void piece(const weft__op_t *op, const hier_state_t *s, int g, int k, siz
     *hi += clo;
 }
 
-/* Segment g's scratch slot. */
+/* Segment g's scratch slot. Engine side. */
 static char *slot(const weft__op_t *op, const hier_state_t *s, int g)
 {
     return (char *)op->tmp + (size_t)(g % s->W) * s->slot * s->es;
@@ -158,7 +159,7 @@ static weft_status_t xfer(weft__op_t *op, const hier_state_t *s, const char *buf
 }
 
 /* What segment round q is: *ph the phase (0 reduce-scatter, 1 inter-node,
- * 2 allgather), *k the round within it. */
+ * 2 allgather), *k the round within it. Pure. */
 static void phase_of(const hier_state_t *s, int q, int *ph, int *k)
 {
     if (q < s->L - 1) *ph = 0, *k = q;
