@@ -130,6 +130,7 @@ typedef enum weft_algo {
     WEFT_ALGO_NCCL,                /**< NCCL on the communicator's CUDA stream */
     WEFT_ALGO_REDUCE_BCAST,        /**< allreduce: binomial reduce to rank 0, then binomial bcast */
     WEFT_ALGO_SHM,                 /**< ranks of one node read each other's buffers (single copy) */
+    WEFT_ALGO_HIERARCHICAL,        /**< allreduce, bcast, barrier: node-local and cross-node phases (communicators spanning nodes) */
     WEFT_ALGO_COUNT
 } weft_algo_t;
 

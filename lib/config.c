@@ -106,7 +106,8 @@ static const weft__config_var_t vars[] = {
     {NAME_ROW("WEFT_TRANSPORT", "auto", transport_value_name, transport),
      .doc = "host transport (auto: UCX when built in, else MPI)"},
     {SIZE_ROW("WEFT_RING_CHUNK", "262144", 0, 1L << 40, ring_chunk),
-     .doc = "ring pipeline chunk, bytes (0 = one chunk per block)"},
+     .doc = "ring pipeline chunk, bytes (0 = one chunk per block); also the hierarchical "
+            "allreduce's pipeline segment per local rank (0 = no pipeline)"},
     {INT_ROW("WEFT_NODE_RANKS", "0", 0, 1 << 20, node_ranks),
      .doc = "testing: treat every k consecutive ranks as one node (0: the real nodes, "
             "MPI_COMM_TYPE_SHARED), so that hierarchical algorithms run on one machine"},

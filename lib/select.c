@@ -26,9 +26,14 @@
 #include "tuning.h"
 #include "weft_internal.h"
 
+/* The process-wide cost parameters, one set per kind of communicator: [0]
+ * for those on one node (alpha/beta: the transport inside the node), [1] for
+ * those that span nodes (alpha/beta across nodes, alpha_node/beta_node
+ * inside one). A one-node comm's figures never stand for a multi-node comm's
+ * cross-node links, nor the other way round. */
 static struct {
-    int have_cost;         /* alpha/beta/gamma known process-wide */
-    weft__cost_t cost;
+    int have_cost[2];      /* known process-wide */
+    weft__cost_t cost[2];
     int file_cost;         /* they came from the tuning file */
 } S;
 
@@ -49,25 +54,47 @@ const char *weft__coll_name(weft_coll_t coll)
 weft_status_t weft__select_load(void)
 {
     weft__tuning_clear();
-    S.have_cost = S.file_cost = 0;
+    S.have_cost[0] = S.have_cost[1] = S.file_cost = 0;
     if (weft__cfg.tuning_file[0] == '\0') return WEFT_SUCCESS;
     WEFT__CHECK(weft__tuning_parse(weft__cfg.tuning_file));
-    if (weft__tuning_cost(&S.cost)) S.have_cost = S.file_cost = 1;
+    weft__cost_t fc;
+    if (weft__tuning_cost(&fc)) {
+        /* multi-node comms: the file as it is; one-node comms: the node
+         * figures, when the file has them, are their alpha/beta */
+        S.cost[1] = fc;
+        S.cost[0] = fc;
+        if (fc.alpha_node > 0 || fc.beta_node > 0) {
+            S.cost[0].alpha = fc.alpha_node;
+            S.cost[0].beta = fc.beta_node;
+        }
+        S.cost[0].alpha_node = S.cost[0].beta_node = 0;
+        S.have_cost[0] = S.have_cost[1] = S.file_cost = 1;
+    }
     return WEFT_SUCCESS;
 }
 
 /* ---- the process-wide cost parameters (lib/measure.c measures them) ------------- */
-bool weft__select_cost_known(weft__cost_t *out)
+bool weft__select_cost_known(bool multinode, weft__cost_t *out)
 {
-    if (S.have_cost) *out = S.cost;
-    return S.have_cost != 0;
+    const int k = multinode ? 1 : 0;
+    if (S.have_cost[k]) *out = S.cost[k];
+    return S.have_cost[k] != 0;
 }
 
 void weft__select_cost_remember(const weft__cost_t *cost)
 {
-    if (S.have_cost) return;
-    S.cost = *cost;
-    S.have_cost = 1;
+    const int k = cost->nnodes >= 2 ? 1 : 0;
+    if (!S.have_cost[k]) {
+        S.cost[k] = *cost;
+        S.have_cost[k] = 1;
+    }
+    /* A multi-node comm's node figures are what a one-node comm's transport
+     * does: they stand for its alpha/beta until one is measured. */
+    if (k == 1 && !S.have_cost[0] && cost->alpha_node > 0 && cost->beta_node > 0) {
+        S.cost[0] = (weft__cost_t){.alpha = cost->alpha_node, .beta = cost->beta_node,
+                                   .gamma = cost->gamma};
+        S.have_cost[0] = 1;
+    }
 }
 
 const weft__cost_t *weft__select_cost_default(void) { return &default_cost; }

@@ -1,6 +1,6 @@
 /*
  * tuning.c - the tuning file (WEFT_TUNING_FILE): a header line, optional
- * alpha/beta/gamma lines for the cost model, and rules that name the
+ * alpha/beta/gamma (and alpha_node/beta_node) lines for the cost model, and rules that name the
  * algorithm for ranges of (collective, communicator size, bytes). Format and
  * reasons: doc/tuning.md. Selection (lib/select.c) asks weft__tuning_lookup
  * for the first matching rule; nothing else here knows about selection.
@@ -88,8 +88,8 @@ weft_status_t weft__tuning_parse(const char *path)
     char line[512];
     int lineno = 0, header = 0;
     weft_status_t st = WEFT_SUCCESS;
-    int nc = 0;
-    double cv[3] = {0, 0, 0};
+    int nc = 0, nn = 0; /* alpha/beta/gamma lines; bits: alpha_node, beta_node seen */
+    double cv[5] = {0, 0, 0, 0, 0};
     while (fgets(line, sizeof line, f)) {
         lineno++;
         /* fgets returns a longer line in pieces: the next piece would be
@@ -120,7 +120,12 @@ weft_status_t weft__tuning_parse(const char *path)
             st = WEFT_ERR_TUNING_FILE;
             break;
         }
-        if (n == 2 && (!strcmp(w[0], "alpha") || !strcmp(w[0], "beta") || !strcmp(w[0], "gamma"))) {
+        static const char *const cost_words[5] = {"alpha", "beta", "gamma", "alpha_node",
+                                                  "beta_node"};
+        int cw = -1;
+        for (int i = 0; n == 2 && i < 5; i++)
+            if (!strcmp(w[0], cost_words[i])) cw = i;
+        if (cw >= 0) {
             char *end;
             double v = strtod(w[1], &end);
             if (*end || !(v >= 0) || !isfinite(v)) {
@@ -128,8 +133,9 @@ weft_status_t weft__tuning_parse(const char *path)
                 st = WEFT_ERR_TUNING_FILE;
                 break;
             }
-            cv[w[0][0] == 'a' ? 0 : w[0][0] == 'b' ? 1 : 2] = v;
-            nc++;
+            cv[cw] = v;
+            if (cw < 3) nc++;
+            else nn |= 1 << (cw - 3);
             continue;
         }
         if (n == 6 && strcmp(w[0], "rule") == 0) {
@@ -183,6 +189,10 @@ weft_status_t weft__tuning_parse(const char *path)
     }
     if (nc == 3) {
         T.cost = (weft__cost_t){.alpha = cv[0], .beta = cv[1], .gamma = cv[2]};
+        if (nn == 3) { /* both node figures: the transport inside a node */
+            T.cost.alpha_node = cv[3];
+            T.cost.beta_node = cv[4];
+        }
         T.have_cost = 1;
     }
     return WEFT_SUCCESS;

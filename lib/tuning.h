@@ -35,7 +35,8 @@ int weft__tuning_lookup(weft_coll_t coll, int p, size_t bytes, weft_datatype_t d
 int weft__tuning_rule_line(int i);
 /** How many rules are loaded. */
 int weft__tuning_nrules(void);
-/** The file's alpha/beta/gamma into *cost and 1 when it has all three, else 0. */
+/** The file's alpha/beta/gamma into *cost and 1 when it has all three, else
+ * 0; alpha_node/beta_node too when it has both (else they are 0). */
 int weft__tuning_cost(weft__cost_t *cost);
 
 #endif /* WEFT_TUNING_H */

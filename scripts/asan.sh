@@ -31,6 +31,8 @@ tests=(
   transport-n3-mpi transport-n2-ucx
   stream-n3-default
   coll-n3-default
+  # the hierarchical algorithms on test nodes (WEFT_NODE_RANKS)
+  allreduce-n4-nodes2x2 coll-n3-nodes3x1
   p2p-n3-default p2p-n2-tpmpi
   halo-n3-default halo-n4-tpmpi
   embed-n3-default embed-n2-tpmpi

@@ -3,8 +3,9 @@
  * WEFT_* variable with its value and default, and the selection table the
  * library would use for a communicator of P ranks.
  *
- *   weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]
- *             [--gamma S] [--explain] [--no-vars]
+ *   weft-info [--ranks P] [--nodes N] [--ppn K] [--coll NAME] [-m MIN:MAX]
+ *             [--alpha S] [--beta S] [--gamma S] [--alpha-node S] [--beta-node S]
+ *             [--explain] [--no-vars]
  *   weft-info --config            the WEFT_* variables only
  *   weft-info --config-markdown   doc/config.md's generated reference
  *
@@ -13,7 +14,11 @@
  * a communicator of P ranks described to it (weft__select_comm_t), with the
  * cost in use: the tuning file's alpha/beta/gamma, else (under mpiexec with
  * 2 or more ranks) the one measured on MPI_COMM_WORLD, else the built-in
- * defaults; --alpha/--beta/--gamma override. --explain adds every
+ * defaults; --alpha/--beta/--gamma override. --nodes/--ppn describe a
+ * communicator spanning nodes (its hierarchical algorithms become
+ * candidates): the figures in use then stand for the transport inside a node
+ * (alpha_node/beta_node, unless they came with node figures) and --alpha/--beta
+ * for the links across nodes; --alpha-node/--beta-node override. --explain adds every
  * candidate's predicted time. Runs as a singleton (no mpiexec needed); under
  * mpiexec rank 0 prints.
  *
@@ -37,17 +42,23 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: weft-info [--ranks P] [--coll NAME] [-m MIN:MAX] [--alpha S] [--beta S]\n"
-            "                 [--gamma S] [--explain] [--no-vars]\n"
+            "Usage: weft-info [--ranks P] [--nodes N] [--ppn K] [--coll NAME] [-m MIN:MAX]\n"
+            "                 [--alpha S] [--beta S] [--gamma S] [--alpha-node S] [--beta-node S]\n"
+            "                 [--explain] [--no-vars]\n"
             "       weft-info --config | --config-markdown\n"
             "What this Weft is: version, build, backends, algorithms, WEFT_* variables, and\n"
             "the selection table for a communicator of P ranks (runs alone or under mpiexec).\n"
             "  -p, --ranks P   print the selection table for a communicator of P ranks\n"
+            "  --nodes N       the communicator spans N nodes (default 1)\n"
+            "  --ppn K         with K ranks on each (default P / N; P defaults to N x K)\n"
             "  -c, --coll NAME only this collective in the table (default: all)\n"
             "  -m MIN:MAX      message sizes of the table in bytes, or MAX (suffix K, M, G;\n"
             "                  default 4:256M)\n"
             "  --alpha/--beta/--gamma S   cost-model parameters to use (seconds,\n"
-            "                  seconds per byte); default: the cost in use (doc/observability.md)\n"
+            "                  seconds per byte); default: the cost in use (doc/observability.md);\n"
+            "                  with --nodes: the links across nodes\n"
+            "  --alpha-node/--beta-node S  the transport inside a node (with --nodes; default:\n"
+            "                  the cost in use's node figures, else its alpha/beta)\n"
             "  --explain       add each candidate's predicted time to the table (cost model,\n"
             "                  microseconds; '-' = not a candidate)\n"
             "  --no-vars       do not list the WEFT_* variables\n"
@@ -204,6 +215,13 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
            "(%.2f GB/s), gamma %.4g s/B (%s)\n",
            p, cost->alpha, cost->beta, cost->beta > 0 ? 1e-9 / cost->beta : 0.0, cost->gamma,
            cost_src);
+    if (cost->nnodes >= 2)
+        printf("# %d nodes x %d ranks: alpha/beta across nodes; inside a node alpha %.4g s, "
+               "beta %.4g s/B (%.2f GB/s)\n",
+               cost->nnodes, cost->ppn, cost->alpha_node, cost->beta_node,
+               cost->beta_node > 0 ? 1e-9 / cost->beta_node : 0.0);
+    else
+        printf("# one node (--nodes N --ppn K: a communicator spanning nodes)\n");
     printf("# source: env = WEFT_<COLL>_ALGO, rule = WEFT_TUNING_FILE (its rule number and line\n"
            "#         under why), model = cost model\n");
     printf("# %-15s %12s  %-19s %-6s %-19s %12s  %s\n", "coll", "size_bytes", "algorithm", "source",
@@ -229,7 +247,9 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
                      ex.replaced != WEFT_ALGO_AUTO ? "*" : "");
             if (ex.replaced != WEFT_ALGO_AUTO) {
                 fallback = 1;
-                snprintf(why, sizeof why, "%s_cannot_serve_host_buffers",
+                snprintf(why, sizeof why,
+                         weft__algo_device_only(coll, ex.replaced) ? "%s_cannot_serve_host_buffers"
+                                                                   : "%s_cannot_run_on_this_comm",
                          weft_algo_name(ex.replaced));
             } else if (ex.source == WEFT__SELECT_RULE) {
                 snprintf(why, sizeof why, "rule_%d_line_%d", ex.rule + 1, ex.rule_line);
@@ -250,23 +270,30 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
     if (fallback)
         printf("# env* = forced by WEFT_<COLL>_ALGO (rule* = named by a rule) to an algorithm that\n"
                "#        cannot serve host buffers (nccl: device buffers on a CUDA-stream communicator\n"
-               "#        only); the row shows the algorithm that runs instead (the cost model's)\n");
+               "#        only) or cannot run on this communicator (hierarchical: on one node, or on\n"
+               "#        nodes of different sizes); the row shows the algorithm that runs instead\n"
+               "#        (the cost model's)\n");
     return 0;
 }
 
-enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_NO_VARS, OPT_CONFIG, OPT_CONFIG_MD, OPT_EXPLAIN };
+enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_ALPHA_NODE, OPT_BETA_NODE, OPT_NO_VARS,
+       OPT_CONFIG, OPT_CONFIG_MD, OPT_EXPLAIN, OPT_NODES, OPT_PPN };
 /* What to print: everything, the variables (--config), the reference (--config-markdown). */
 enum { SHOW_ALL, SHOW_CONFIG, SHOW_CONFIG_MARKDOWN };
 
 int main(int argc, char **argv)
 {
-    int ranks = 0, only_coll = -1, vars = 1, show = SHOW_ALL, explain = 0;
+    int ranks = 0, only_coll = -1, vars = 1, show = SHOW_ALL, explain = 0, nodes = 0, ppn = 0;
     size_t lo = 4, hi = (size_t)256 << 20;
-    double ov[3] = {-1, -1, -1};
+    double ov[5] = {-1, -1, -1, -1, -1}; /* alpha, beta, gamma, alpha_node, beta_node */
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'p'},       {"coll", required_argument, NULL, 'c'},
         {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
-        {"gamma", required_argument, NULL, OPT_GAMMA}, {"no-vars", no_argument, NULL, OPT_NO_VARS},
+        {"gamma", required_argument, NULL, OPT_GAMMA},
+        {"alpha-node", required_argument, NULL, OPT_ALPHA_NODE},
+        {"beta-node", required_argument, NULL, OPT_BETA_NODE},
+        {"nodes", required_argument, NULL, OPT_NODES}, {"ppn", required_argument, NULL, OPT_PPN},
+        {"no-vars", no_argument, NULL, OPT_NO_VARS},
         {"config", no_argument, NULL, OPT_CONFIG},
         {"config-markdown", no_argument, NULL, OPT_CONFIG_MD},
         {"help", no_argument, NULL, 'h'},              {"version", no_argument, NULL, 'V'},
@@ -299,7 +326,13 @@ int main(int argc, char **argv)
                 return weft_cli_usage_error(
                     prog, "bad -m '%s' (MIN:MAX or MAX in bytes, suffix K, M, G)", optarg);
             break;
-        case OPT_ALPHA: case OPT_BETA: case OPT_GAMMA: {
+        case OPT_NODES: case OPT_PPN:
+            if (weft_cli_parse_long(optarg, 1, 1L << 24, &l) != 0)
+                return weft_cli_usage_error(prog, "bad --%s '%s' (an integer in [1, 16777216])",
+                                            opt == OPT_NODES ? "nodes" : "ppn", optarg);
+            *(opt == OPT_NODES ? &nodes : &ppn) = (int)l;
+            break;
+        case OPT_ALPHA: case OPT_BETA: case OPT_GAMMA: case OPT_ALPHA_NODE: case OPT_BETA_NODE: {
             int k = opt - OPT_ALPHA;
             if (weft_cli_parse_double(optarg, 0, 1e6, &ov[k]) != 0)
                 return weft_cli_usage_error(prog, "bad --%s '%s' (a non-negative number)",
@@ -310,6 +343,20 @@ int main(int argc, char **argv)
         }
     }
     if (optind < argc) return weft_cli_usage_error(prog, "unexpected argument '%s'", argv[optind]);
+    /* The described communicator: P = N x K ranks, any one of them derived */
+    if (nodes > 0 || ppn > 0) {
+        if (ranks == 0 && (nodes == 0 || ppn == 0))
+            return weft_cli_usage_error(prog, "--%s needs --ranks or --%s", nodes ? "nodes" : "ppn",
+                                        nodes ? "ppn" : "nodes");
+        if (ranks == 0 && (long long)nodes * ppn > (1LL << 24))
+            return weft_cli_usage_error(prog, "--nodes x --ppn is over 16777216 ranks");
+        if (ranks == 0) ranks = nodes * ppn;
+        if (nodes == 0) nodes = ranks / ppn;
+        if (ppn == 0) ppn = ranks / nodes;
+        if ((long long)nodes * ppn != ranks)
+            return weft_cli_usage_error(prog, "%d ranks are not %d nodes x %d ranks", ranks, nodes,
+                                        ppn);
+    }
     if (show == SHOW_CONFIG_MARKDOWN) {
         /* The reference is the table's, not this environment's: no weft_init. */
         print_vars_markdown();
@@ -360,10 +407,31 @@ int main(int argc, char **argv)
     src = file_cost                                      ? "tuning file"
           : weft__cfg.measure && weft__g.world_size > 1 ? "measured on MPI_COMM_WORLD"
                                                         : "built-in defaults";
-    if (ov[0] >= 0 || ov[1] >= 0 || ov[2] >= 0) {
+    /* The described machine: one node unless --nodes/--ppn say otherwise. The
+     * figures in use describe a node where they have no node figures (this
+     * communicator's ranks share one) */
+    if (nodes >= 2) {
+        if (cost.alpha_node <= 0 || cost.beta_node <= 0) {
+            cost.alpha_node = cost.alpha;
+            cost.beta_node = cost.beta;
+        }
+        cost.nnodes = nodes;
+        cost.ppn = ppn;
+    } else {
+        if (cost.alpha_node > 0 && cost.beta_node > 0) { /* a one-node comm: the node's figures */
+            cost.alpha = cost.alpha_node;
+            cost.beta = cost.beta_node;
+        }
+        cost.alpha_node = cost.beta_node = 0;
+        cost.nnodes = 1;
+        cost.ppn = ranks;
+    }
+    if (ov[0] >= 0 || ov[1] >= 0 || ov[2] >= 0 || ov[3] >= 0 || ov[4] >= 0) {
         if (ov[0] >= 0) cost.alpha = ov[0];
         if (ov[1] >= 0) cost.beta = ov[1];
         if (ov[2] >= 0) cost.gamma = ov[2];
+        if (ov[3] >= 0 && nodes >= 2) cost.alpha_node = ov[3];
+        if (ov[4] >= 0 && nodes >= 2) cost.beta_node = ov[4];
         src = "given on the command line";
     }
 

@@ -253,11 +253,20 @@ static int tune_coll(weft_coll_t coll, const opts_t *o, weft_comm_t *comm, MPI_C
     int n = 0;
     const weft__algo_impl_t *const *list = weft__algo_list(coll, &n);
     memset(r, 0, sizeof *r);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         /* host buffers only: NCCL serves device buffers and is not timed here */
-        if (list[i]->id != WEFT_ALGO_NCCL &&
-            (list[i]->supports == NULL || list[i]->supports(WEFT_FLOAT32, WEFT_SUM)))
-            r->algo[r->nalgo++] = list[i]->id;
+        if (list[i]->id == WEFT_ALGO_NCCL ||
+            (list[i]->supports != NULL && !list[i]->supports(WEFT_FLOAT32, WEFT_SUM)))
+            continue;
+        /* nor an algorithm that cannot run on this communicator (hierarchical
+         * on one node): forced, it would run and time the model's choice */
+        weft_algo_t q = WEFT_ALGO_AUTO;
+        weft_status_t st = weft_comm_set_algo(*comm, coll, list[i]->id);
+        if (st == WEFT_SUCCESS) st = weft_query_algo(*comm, coll, 1024, WEFT_FLOAT32, &q);
+        weft_comm_set_algo(*comm, coll, WEFT_ALGO_AUTO);
+        if (st != WEFT_SUCCESS || q != list[i]->id) continue;
+        r->algo[r->nalgo++] = list[i]->id;
+    }
     if (r->nalgo == 0) return 0;
     if (coll == WEFT_COLL_BARRIER) {
         r->size[r->nsizes++] = 0;
@@ -462,6 +471,13 @@ int main(int argc, char **argv)
     if (measure_cost(mc, &cost) != 0) {
         if (rank_ == 0) fprintf(stderr, "weft-tune: measuring alpha/beta/gamma failed\n");
         goto out;
+    }
+    /* The machine the model reasons about: the comm's nodes (the measured
+     * pair is ranks 0 and 1, whatever nodes they are on) */
+    weft__comm_t *wc = NULL;
+    if (weft__comm_get(comm, &wc) == WEFT_SUCCESS) {
+        cost.nnodes = wc->cost.nnodes;
+        cost.ppn = wc->cost.ppn;
     }
     if (rank_ == 0)
         printf("# weft-tune: %d ranks; alpha %.4g s, beta %.4g s/B (%.2f GB/s), gamma %.4g s/B\n"

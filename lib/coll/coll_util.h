@@ -110,6 +110,41 @@ static inline weft_status_t weft__rounds_drive(weft__op_t *op, int nrounds, weft
     }
 }
 
+/* ---- the hierarchical algorithms (nodes of a communicator) ---------------- */
+/** Can a hierarchical algorithm run on a communicator of p ranks as c
+ * describes it: at least two nodes with ppn ranks each? Pure; any thread. */
+static inline bool weft__hier_ok(int p, const weft__cost_t *c)
+{
+    return c->nnodes >= 2 && c->ppn > 0 && (long long)c->nnodes * c->ppn == p;
+}
+
+/** Seconds per message / per byte between two ranks of one node (alpha_node,
+ * beta_node; alpha, beta when the model has no node figures). Pure. */
+static inline double weft__node_alpha(const weft__cost_t *c)
+{
+    return c->alpha_node > 0 ? c->alpha_node : c->alpha;
+}
+static inline double weft__node_beta(const weft__cost_t *c)
+{
+    return c->beta_node > 0 ? c->beta_node : c->beta;
+}
+
+/** Comm rank of the rank with local rank lr on node nd (uniform nodes, or
+ * any node that has lr). Read-only topology; any thread. */
+static inline int weft__node_member(const weft__comm_t *c, int nd, int lr)
+{
+    return c->by_node[c->node_first[nd] + lr];
+}
+
+/** Element range [*lo, *hi) of block b when n elements are cut in g blocks
+ * whose sizes differ by at most one (the larger ones first). Pure. */
+static inline void weft__block_range(size_t n, int g, int b, size_t *lo, size_t *hi)
+{
+    size_t q = n / (size_t)g, r = n % (size_t)g, ub = (size_t)b;
+    *lo = ub * q + (ub < r ? ub : r);
+    *hi = *lo + q + (ub < r ? 1 : 0);
+}
+
 /** Free op->tmp (the cleanup of every algorithm that only uses op->tmp). Engine side. */
 static inline void weft__coll_free_tmp(weft__op_t *op)
 {

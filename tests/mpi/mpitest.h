@@ -134,6 +134,15 @@ double mt_eps(weft_datatype_t dt);
 /** Seconds since mt_init. */
 double mt_elapsed(const mt_ctx_t *t);
 
+/**
+ * Can a hierarchical algorithm run on t->comm: does it span at least two
+ * nodes with as many ranks each? The nodes are found with MPI alone (groups of
+ * WEFT_NODE_RANKS consecutive ranks, else MPI_COMM_TYPE_SHARED), independently
+ * of the library's topology. Collective over MPI_COMM_WORLD on the first call
+ * (every rank must make it); the answer is cached.
+ */
+int mt_hier_runs(mt_ctx_t *t);
+
 /** Integer environment variable, or dflt if unset/unparsable. */
 long mt_env_long(const char *name, long dflt);
 

@@ -306,6 +306,7 @@ int main(int argc, char **argv)
     int rc = mt_init(&T, &argc, &argv);
     if (rc != 0) return rc;
     P = T.size;
+    const int hier = mt_hier_runs(&T); /* collective: every rank, once */
 
     weft_algo_t env_algo = WEFT_ALGO_AUTO;
     const char *env = getenv("WEFT_ALLREDUCE_ALGO");
@@ -317,6 +318,8 @@ int main(int argc, char **argv)
                   WEFT_SUCCESS, "weft_query_algo");
         if (env_algo == WEFT_ALGO_SHM && !shm_expected()) /* gives way to the model's choice */
             MT_CHECK(&T, q != WEFT_ALGO_SHM, "query gives shm without the shared-memory path");
+        else if (env_algo == WEFT_ALGO_HIERARCHICAL && !hier)
+            MT_CHECK(&T, q != env_algo, "query gives hierarchical on a comm it cannot serve");
         else
             MT_CHECK(&T, q == env_algo, "query gives %s, environment forces %s",
                      weft_algo_name(q), weft_algo_name(env_algo));
@@ -375,6 +378,13 @@ int main(int argc, char **argv)
         if (a == WEFT_ALGO_SHM && !shm_expected()) { /* gives way to the model's choice */
             MT_CHECK(&T, q != WEFT_ALGO_SHM && q != WEFT_ALGO_AUTO, "%s: query gives %s without "
                      "the shared-memory path", tag, weft_algo_name(q));
+            continue;
+        }
+        if (a == WEFT_ALGO_HIERARCHICAL && !hier) {
+            /* one node, or nodes of different sizes: the cost model's choice
+             * runs instead (and is tested as such above) */
+            MT_CHECK(&T, q != WEFT_ALGO_HIERARCHICAL && q != WEFT_ALGO_AUTO,
+                     "%s: query gives %s on a comm it cannot serve", tag, weft_algo_name(q));
             continue;
         }
         MT_CHECK(&T, q == (weft_algo_t)a, "%s: query gives %s", tag, weft_algo_name(q));

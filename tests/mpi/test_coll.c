@@ -43,6 +43,7 @@ static weft_algo_t algo_at(weft_coll_t coll, size_t i) { return algos[coll].a[i 
 
 static void find_algos(mt_ctx_t *t)
 {
+    const int hier = mt_hier_runs(t); /* collective: every rank, once */
     for (int c = 0; c < WEFT_COLL_COUNT; c++) {
         algos[c].a[0] = WEFT_ALGO_AUTO;
         algos[c].n = 1;
@@ -50,6 +51,15 @@ static void find_algos(mt_ctx_t *t)
             weft_status_t st = weft_comm_set_algo(t->comm, (weft_coll_t)c, (weft_algo_t)a);
             if (st == WEFT_SUCCESS) algos[c].a[algos[c].n++] = (weft_algo_t)a;
             else MT_STATUS(t, st, WEFT_ERR_ALGORITHM, "weft_comm_set_algo of an algorithm not for it");
+            /* A hierarchical algorithm runs where the comm spans uniform
+             * nodes (mt_hier_runs), and gives way to the cost model elsewhere. */
+            weft_algo_t q = WEFT_ALGO_AUTO;
+            if (st == WEFT_SUCCESS && a == WEFT_ALGO_HIERARCHICAL &&
+                MT_STATUS(t, weft_query_algo(t->comm, (weft_coll_t)c, 1 << 16, WEFT_FLOAT32, &q),
+                          WEFT_SUCCESS, "weft_query_algo"))
+                MT_CHECK(t, (q == WEFT_ALGO_HIERARCHICAL) == (hier != 0),
+                         "collective %d forced hierarchical: query gives %s (runs: %d)", c,
+                         weft_algo_name(q), hier);
         }
         MT_STATUS(t, weft_comm_set_algo(t->comm, (weft_coll_t)c, WEFT_ALGO_AUTO), WEFT_SUCCESS,
                   "weft_comm_set_algo(auto)");
@@ -354,7 +364,11 @@ static void test_many_inflight(mt_ctx_t *t)
  * arrived (checked with 100 ms of slack for when the ranks left MPI_Barrier). */
 static void test_barrier(mt_ctx_t *t)
 {
-    for (int nb = 0; nb < 2; nb++) {
+    for (int i = 0; i < 2 * (int)algos[WEFT_COLL_BARRIER].n; i++) {
+        const int nb = i % 2;
+        weft_algo_t a = algo_at(WEFT_COLL_BARRIER, (size_t)i / 2);
+        MT_STATUS(t, weft_comm_set_algo(t->comm, WEFT_COLL_BARRIER, a), WEFT_SUCCESS,
+                  "set_algo barrier");
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         if (t->rank == t->size - 1) {
@@ -364,9 +378,10 @@ static void test_barrier(mt_ctx_t *t)
         weft_request_t req = WEFT_REQUEST_NULL;
         weft_status_t st = nb ? weft_ibarrier(t->comm, &req) : weft_barrier(t->comm);
         if (done(t, st, nb, &req, nb ? "ibarrier" : "barrier") && t->size > 1)
-            MT_CHECK(t, MPI_Wtime() - t0 >= 0.1, "left the %s after %.3f s, before the late rank",
-                     nb ? "ibarrier" : "barrier", MPI_Wtime() - t0);
+            MT_CHECK(t, MPI_Wtime() - t0 >= 0.1, "left the %s (%s) after %.3f s, before the late rank",
+                     nb ? "ibarrier" : "barrier", weft_algo_name(a), MPI_Wtime() - t0);
     }
+    weft_comm_set_algo(t->comm, WEFT_COLL_BARRIER, WEFT_ALGO_AUTO);
 }
 
 static void test_errors(mt_ctx_t *t)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "measure.h"
 #include "tuning.h"
 #include "weft_internal.h"
 
@@ -315,6 +316,121 @@ START_TEST(explain_shm_gives_way)
 }
 END_TEST
 
+/* The hierarchical algorithms: never on one node (nor on nodes of different
+ * sizes), where a forced choice of them gives way to the model; chosen for
+ * large messages when the cross-node links are much slower than the nodes'. */
+START_TEST(hierarchical_selection)
+{
+    reset_config();
+    static const weft_coll_t colls[] = {WEFT_COLL_ALLREDUCE, WEFT_COLL_BCAST, WEFT_COLL_BARRIER};
+    weft__cost_t c = {.alpha = 5e-6, .beta = 1e-9, .gamma = 2.5e-10, .alpha_node = 5e-7,
+                      .beta_node = 5e-11};
+    /* one node (nnodes 0 or 1), or nodes of different sizes (ppn 0) */
+    const struct { int nnodes, ppn; } one[] = {{0, 0}, {1, 8}, {1, 0}, {3, 0}};
+    for (size_t k = 0; k < sizeof one / sizeof one[0]; k++) {
+        c.nnodes = one[k].nnodes;
+        c.ppn = one[k].ppn;
+        for (size_t ci = 0; ci < 3; ci++)
+            for (int p = 1; p <= 1024; p *= 2)
+                for (size_t bytes = 0; bytes <= (1u << 30); bytes = bytes ? bytes * 8 : 1) {
+                    if (c.ppn > 0) c.ppn = p; /* one node holding every rank */
+                    ck_assert_int_ne(weft__select_model(colls[ci], p, bytes, WEFT_FLOAT32, &c, NULL),
+                                     WEFT_ALGO_HIERARCHICAL);
+                    weft__select_comm_t sc = {.size = p, .cost = c, .forced = WEFT_ALGO_HIERARCHICAL};
+                    weft__select_explain_t ex;
+                    weft_algo_t a = weft__select_explain(&sc, colls[ci], bytes, WEFT_FLOAT32, WEFT_SUM,
+                                                         WEFT__MEM_HOST, &ex);
+                    ck_assert_int_ne(a, WEFT_ALGO_HIERARCHICAL);
+                    ck_assert_int_eq(a, ex.model);
+                    ck_assert_int_eq(ex.replaced, WEFT_ALGO_HIERARCHICAL);
+                    ck_assert_int_eq(ex.source, WEFT__SELECT_COMM);
+                }
+    }
+    /* 4 nodes x 8 ranks, cross-node beta 20x the node's: hierarchical for
+     * large messages; forced, it stays */
+    c.nnodes = 4;
+    c.ppn = 8;
+    for (size_t bytes = 16u << 20; bytes <= (1u << 30); bytes *= 4) {
+        ck_assert_int_eq(weft__select_model(WEFT_COLL_ALLREDUCE, 32, bytes, WEFT_FLOAT32, &c, NULL),
+                         WEFT_ALGO_HIERARCHICAL);
+    }
+    /* bcast: its phases are binomial trees, chosen at medium sizes (large
+     * ones go to scatter_allgather, which moves 2n bytes, not lg N n) */
+    ck_assert_int_eq(weft__select_model(WEFT_COLL_BCAST, 32, 64u << 10, WEFT_FLOAT32, &c, NULL),
+                     WEFT_ALGO_HIERARCHICAL);
+    ck_assert_int_eq(weft__select_model(WEFT_COLL_BARRIER, 32, 0, WEFT_FLOAT32, &c, NULL),
+                     WEFT_ALGO_HIERARCHICAL);
+    weft__select_comm_t sc = {.size = 32, .cost = c, .forced = WEFT_ALGO_HIERARCHICAL};
+    weft__select_explain_t ex;
+    ck_assert_int_eq(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 64, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_HOST, &ex), WEFT_ALGO_HIERARCHICAL);
+    ck_assert_int_eq(ex.replaced, WEFT_ALGO_AUTO);
+    /* a size that is not nnodes x ppn cannot be that machine */
+    sc.size = 31;
+    ck_assert_int_ne(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 64, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_HOST, NULL), WEFT_ALGO_HIERARCHICAL);
+    /* the node figures matter: with cross-node links as fast as the nodes'
+     * (and their latency much lower), flat algorithms win small messages */
+    c.alpha = c.alpha_node = 1e-6;
+    c.beta = c.beta_node = 1e-10;
+    ck_assert_int_ne(weft__select_model(WEFT_COLL_ALLREDUCE, 32, 8, WEFT_FLOAT32, &c, NULL),
+                     WEFT_ALGO_HIERARCHICAL);
+}
+END_TEST
+
+/* The process-wide figures: one set for one-node comms, one for multi-node
+ * comms, never mixed; a tuning file's node figures serve one-node comms. */
+START_TEST(cost_remember_kinds)
+{
+    reset_config();
+    ck_assert_int_eq(weft__select_load(), WEFT_SUCCESS); /* no tuning file: nothing known */
+    weft__cost_t got;
+    ck_assert(!weft__select_cost_known(false, &got));
+    ck_assert(!weft__select_cost_known(true, &got));
+    const weft__cost_t one = {.alpha = 1e-6, .beta = 1e-10, .gamma = 3e-10, .nnodes = 1, .ppn = 4};
+    weft__select_cost_remember(&one);
+    ck_assert(weft__select_cost_known(false, &got));
+    ck_assert(got.alpha == one.alpha && got.beta == one.beta);
+    ck_assert(!weft__select_cost_known(true, &got)); /* a one-node comm says nothing of links across nodes */
+    const weft__cost_t multi = {.alpha = 5e-6, .beta = 1e-9, .gamma = 3e-10, .alpha_node = 7e-7,
+                                .beta_node = 6e-11, .nnodes = 2, .ppn = 2};
+    weft__select_cost_remember(&multi);
+    ck_assert(weft__select_cost_known(true, &got));
+    ck_assert(got.alpha == multi.alpha && got.beta_node == multi.beta_node);
+    ck_assert(weft__select_cost_known(false, &got));
+    ck_assert(got.alpha == one.alpha); /* the one-node set stays as measured */
+    /* a multi-node measurement first: its node figures serve one-node comms */
+    ck_assert_int_eq(weft__select_load(), WEFT_SUCCESS);
+    weft__select_cost_remember(&multi);
+    ck_assert(weft__select_cost_known(false, &got));
+    ck_assert(got.alpha == multi.alpha_node && got.beta == multi.beta_node);
+    ck_assert(got.alpha_node == 0 && got.nnodes == 0);
+    /* a tuning file with node figures */
+    char path[] = "/tmp/weft_select_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "weft-tuning 1\nalpha 4e-6\nbeta 8e-10\ngamma 2e-10\nalpha_node 4e-7\n"
+               "beta_node 4e-11\n");
+    fclose(f);
+    setenv("WEFT_TUNING_FILE", path, 1);
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    ck_assert_int_eq(weft__select_load(), WEFT_SUCCESS);
+    unlink(path);
+    ck_assert(weft__select_cost_known(true, &got));
+    ck_assert(got.alpha == 4e-6 && got.beta == 8e-10 && got.alpha_node == 4e-7 &&
+              got.beta_node == 4e-11);
+    ck_assert(weft__select_cost_known(false, &got));
+    ck_assert(got.alpha == 4e-7 && got.beta == 4e-11 && got.gamma == 2e-10 && got.alpha_node == 0);
+    weft__select_cost_remember(&one); /* the file's figures stay */
+    ck_assert(weft__select_cost_known(false, &got) && got.alpha == 4e-7);
+    unsetenv("WEFT_TUNING_FILE");
+    ck_assert_int_eq(weft__config_load(), WEFT_SUCCESS);
+    ck_assert_int_eq(weft__select_load(), WEFT_SUCCESS);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("select");
@@ -324,6 +440,8 @@ int main(void)
     tcase_add_test(tc, explain_forced_env_rule);
     tcase_add_test(tc, explain_device_rule);
     tcase_add_test(tc, explain_shm_gives_way);
+    tcase_add_test(tc, hierarchical_selection);
+    tcase_add_test(tc, cost_remember_kinds);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
