@@ -53,9 +53,11 @@ static weft_status_t open_node(weft__comm_t *c)
     weft__node_cost_t nc = {0, 0};
     WEFT__CHECK(weft__node_open(c->node_ctl, c->id, &n, &nc));
     c->node_state = n;
-    if (n != NULL) {
+    if (n != NULL && c->cost.alpha_shm <= 0) { /* (a tuning file's figures stay) */
         c->cost.alpha_shm = nc.alpha > 0 ? nc.alpha : 1e-9;
         c->cost.beta_shm = nc.beta;
+    } else if (n == NULL) {
+        c->cost.alpha_shm = c->cost.beta_shm = 0; /* no path: its algorithms cannot run */
     }
     return WEFT_SUCCESS;
 }

@@ -129,8 +129,10 @@ weft_status_t weft__select_init(weft__comm_t *c)
     const bool multinode = c->nnodes >= 2;
     weft__cost_t known = {.alpha = 0};
     bool have = weft__select_cost_known(multinode, &known);
-    /* have, alpha, beta, gamma, alpha_node, beta_node */
-    double v[6] = {have, known.alpha, known.beta, known.gamma, known.alpha_node, known.beta_node};
+    /* have, alpha, beta, gamma, alpha_node, beta_node, alpha_shm, beta_shm (the last two
+     * only from a tuning file: the shared-memory path measures its own when it opens) */
+    double v[8] = {have, known.alpha, known.beta, known.gamma, known.alpha_node, known.beta_node,
+                   known.alpha_shm, known.beta_shm};
     WEFT__CHECK(weft__ctl_bcast(c->ctl, v, sizeof v, 0));
     if (v[0] == 0 && weft__cfg.measure && c->size > 1) {
         double m[5], all[5];
@@ -156,6 +158,9 @@ weft_status_t weft__select_init(weft__comm_t *c)
         if (multinode) { /* a one-node comm has no cross-node links: one pair of figures */
             c->cost.alpha_node = v[4];
             c->cost.beta_node = v[5];
+        } else { /* the tuning file's shared-memory figures, if it had them */
+            c->cost.alpha_shm = v[6];
+            c->cost.beta_shm = v[7];
         }
     } else {
         c->cost = *weft__select_cost_default();

@@ -88,8 +88,9 @@ weft_status_t weft__tuning_parse(const char *path)
     char line[512];
     int lineno = 0, header = 0;
     weft_status_t st = WEFT_SUCCESS;
-    int nc = 0, nn = 0; /* alpha/beta/gamma lines; bits: alpha_node, beta_node seen */
-    double cv[5] = {0, 0, 0, 0, 0};
+    int nc = 0, nn = 0; /* alpha/beta/gamma lines; bits: alpha_node, beta_node, alpha_shm,
+                           beta_shm seen */
+    double cv[7] = {0, 0, 0, 0, 0, 0, 0};
     while (fgets(line, sizeof line, f)) {
         lineno++;
         /* fgets returns a longer line in pieces: the next piece would be
@@ -120,10 +121,11 @@ weft_status_t weft__tuning_parse(const char *path)
             st = WEFT_ERR_TUNING_FILE;
             break;
         }
-        static const char *const cost_words[5] = {"alpha", "beta", "gamma", "alpha_node",
-                                                  "beta_node"};
+        static const char *const cost_words[7] = {"alpha",      "beta",      "gamma",
+                                                  "alpha_node", "beta_node", "alpha_shm",
+                                                  "beta_shm"};
         int cw = -1;
-        for (int i = 0; n == 2 && i < 5; i++)
+        for (int i = 0; n == 2 && i < 7; i++)
             if (!strcmp(w[0], cost_words[i])) cw = i;
         if (cw >= 0) {
             char *end;
@@ -189,9 +191,13 @@ weft_status_t weft__tuning_parse(const char *path)
     }
     if (nc == 3) {
         T.cost = (weft__cost_t){.alpha = cv[0], .beta = cv[1], .gamma = cv[2]};
-        if (nn == 3) { /* both node figures: the transport inside a node */
+        if ((nn & 3) == 3) { /* both node figures: the transport inside a node */
             T.cost.alpha_node = cv[3];
             T.cost.beta_node = cv[4];
+        }
+        if ((nn & 12) == 12 && cv[5] > 0) { /* both figures of the node's shared-memory path */
+            T.cost.alpha_shm = cv[5];
+            T.cost.beta_shm = cv[6];
         }
         T.have_cost = 1;
     }

@@ -221,7 +221,12 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
                cost->nnodes, cost->ppn, cost->alpha_node, cost->beta_node,
                cost->beta_node > 0 ? 1e-9 / cost->beta_node : 0.0);
     else
-        printf("# one node (--nodes N --ppn K: a communicator spanning nodes)\n");
+        printf("# one node (--nodes N --ppn K: a communicator spanning nodes)%s\n",
+               cost->alpha_shm > 0 ? "" : "; no shared-memory path (algorithm shm cannot run)");
+    if (cost->nnodes < 2 && cost->alpha_shm > 0)
+        printf("# the node's shared-memory path: alpha %.4g s, beta %.4g s/B (%.2f GB/s)\n",
+               cost->alpha_shm, cost->beta_shm,
+               cost->beta_shm > 0 ? 1e-9 / cost->beta_shm : 0.0);
     printf("# source: env = WEFT_<COLL>_ALGO, rule = WEFT_TUNING_FILE (its rule number and line\n"
            "#         under why), model = cost model\n");
     printf("# %-15s %12s  %-19s %-6s %-19s %12s  %s\n", "coll", "size_bytes", "algorithm", "source",

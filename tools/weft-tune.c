@@ -478,6 +478,8 @@ int main(int argc, char **argv)
     if (weft__comm_get(comm, &wc) == WEFT_SUCCESS) {
         cost.nnodes = wc->cost.nnodes;
         cost.ppn = wc->cost.ppn;
+        cost.alpha_shm = wc->cost.alpha_shm; /* the comm's shared-memory path, as it opened */
+        cost.beta_shm = wc->cost.beta_shm;
     }
     if (rank_ == 0)
         printf("# weft-tune: %d ranks; alpha %.4g s, beta %.4g s/B (%.2f GB/s), gamma %.4g s/B\n"
@@ -506,6 +508,8 @@ int main(int argc, char **argv)
                        "%zu..%zu bytes,\n# %d rounds x %d calls, margin %.1f%%. Format: doc/tuning.md\n",
                     weft_version_string(), when, size_, o.lo, o.hi, o.rounds, o.iters, o.margin);
             fprintf(f, "alpha %.6e\nbeta %.6e\ngamma %.6e\n", cost.alpha, cost.beta, cost.gamma);
+            if (cost.alpha_shm > 0) /* the node's shared-memory path (this comm had it) */
+                fprintf(f, "alpha_shm %.6e\nbeta_shm %.6e\n", cost.alpha_shm, cost.beta_shm);
             for (int c = 0; c < WEFT_COLL_COUNT; c++)
                 if (o.colls[c]) write_rules(f, (weft_coll_t)c, &res[c], &o);
             if (ferror(f) | (fclose(f) != 0)) {
