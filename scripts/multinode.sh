@@ -117,6 +117,7 @@ cannot() {
   echo "multinode.sh: cannot make nodes here: $*" >&2
   [ "$keep_going" = 1 ] || exit 77
   cleanup
+  trap - EXIT HUP INT TERM
   echo "multinode.sh: --keep-going: running on this machine alone (-n $nranks)" >&2
   local rc=0
   "$mpiexec" -n "$nranks" "${cmd[@]}" || rc=$?
@@ -125,12 +126,21 @@ cannot() {
 
 prefix=weft-$$
 ns_list=()          # namespaces made so far, cleaned up in reverse
-made_etc_netns=0
+# /etc/netns is shared with other runs (and other tools): a run that finds
+# it missing makes it and leaves a mark in it; the run that removes the last
+# entry besides the mark removes both. Runs take turns for these steps with
+# an advisory lock on /etc itself (flock), so that nothing is left behind.
+netns_mark=/etc/netns/.made-by-weft-multinode
+etc_lock() { exec 9</etc && flock 9; }
+etc_unlock() { flock -u 9; exec 9<&-; }
 node_name() { echo "$prefix-n$1"; }
 node_addr() { echo "198.18.0.$(($1 + 1))"; }
 
 cleanup() {
   local ns pids i
+  # a second signal (timeout(1) signals the process and then its group)
+  # must not cut the cleanup short
+  trap '' HUP INT TERM
   # End what still runs in the nodes (mpiexec, proxies, ranks): TERM, up
   # to 3 s, then KILL. `ip netns pids` lists them by namespace, whatever
   # their session or process group.
@@ -146,10 +156,16 @@ cleanup() {
   for ((i = ${#ns_list[@]} - 1; i >= 0; i--)); do
     ns=${ns_list[i]}
     ip netns del "$ns" 2>/dev/null || echo "multinode.sh: could not delete namespace $ns" >&2
-    rm -rf "/etc/netns/$ns"
   done
+  if [ ${#ns_list[@]} -gt 0 ] && etc_lock; then
+    for ns in "${ns_list[@]}"; do rm -rf "/etc/netns/$ns"; done
+    if [ -e "$netns_mark" ] && [ -z "$(ls -A /etc/netns | grep -vx "${netns_mark##*/}")" ]; then
+      rm -f "$netns_mark"
+      rmdir /etc/netns 2>/dev/null || true
+    fi
+    etc_unlock
+  fi
   ns_list=()
-  if [ "$made_etc_netns" = 1 ]; then rmdir /etc/netns 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 # A signal ends the run through the EXIT trap, with the shell's usual status.
@@ -179,15 +195,19 @@ add_ns() {
   in_ns "$1" link set lo up
 }
 
-[ -d /etc/netns ] || made_etc_netns=1
 hosts=$(printf '127.0.0.1\tlocalhost\n'
         for ((i = 0; i < nodes; i++)); do printf '%s\t%s\n' "$(node_addr $i)" "$(node_name $i)"; done)
+for ((i = 0; i < nodes; i++)); do add_ns "$(node_name $i)"; done
+etc_lock || cannot "cannot lock /etc"
+if [ ! -d /etc/netns ]; then
+  mkdir /etc/netns && : > "$netns_mark" || { etc_unlock; cannot "cannot make /etc/netns"; }
+fi
 for ((i = 0; i < nodes; i++)); do
   n=$(node_name $i)
-  add_ns "$n"
-  mkdir -p "/etc/netns/$n"
-  printf '%s\n' "$hosts" > "/etc/netns/$n/hosts"
+  mkdir "/etc/netns/$n" && printf '%s\n' "$hosts" > "/etc/netns/$n/hosts" ||
+    { etc_unlock; cannot "cannot write /etc/netns/$n/hosts"; }
 done
+etc_unlock
 if [ "$nodes" = 2 ]; then
   # node to node: one veth pair, wf0 at both ends
   in_ns "$(node_name 0)" link add wf0 type veth peer name wf0 netns "$(node_name 1)"
