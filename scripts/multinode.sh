@@ -28,7 +28,9 @@
 #   (PMI's process mapping: the ranks one proxy started share a node);
 #   MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) and Weft's node topology
 #   follow it, and MPI_Get_processor_name returns the node's host name (its
-#   UTS namespace). MPICH moves data within a node through its own shared
+#   UTS namespace). Host names play no part: `mpiexec -hosts vm,127.0.0.1
+#   -ppn 2 -n 4` on one host named vm gives two SHARED groups of 2 ranks,
+#   all named vm. MPICH moves data within a node through its own shared
 #   memory, between nodes through UCX.
 # - UCX takes two processes for one host when their boot id (the same for
 #   every namespace of one kernel) and their IPC namespace are the same:
