@@ -16,7 +16,8 @@
  *    with what the sender wrote. Under multinode.sh these cross the veth of
  *    node 0 in opposite directions, MPI's out and Weft's in, which
  *    tests/mpi/run_multinode.sh checks with the veth's byte counters.
- * Rank 0 prints each rank's processor name and SHARED size.
+ * Rank 0 prints each rank's processor name and SHARED size. Every function
+ * here runs on the main thread (the one that initialised MPI and Weft).
  */
 #include <stdint.h>
 #include <stdio.h>
