@@ -13,7 +13,11 @@
  * Several samples are packed side by side in one column matrix (K rows,
  * nb*P columns) so that the sgemm is wide enough on small images; a 1x1
  * stride-1 unpadded ungrouped convolution skips im2col and multiplies the
- * input directly.
+ * input directly.  Where AVX-512 is available, the two weights-times-columns
+ * products (forward, and dx by correlation) run in conv_gemm.c's kernel,
+ * which reads the column matrix in place and writes each sample's rows
+ * directly (no packing copy of the column matrix, no unpacking of the
+ * output); the weight gradient stays with cblas_sgemm.
  */
 #include "internal.h"
 
@@ -93,7 +97,8 @@ static int chunk_samples(size_t K, size_t P, int n, int nt)
     return (int)nb;
 }
 
-/* Workspace: a shared part (the flipped weights of dx_by_correlation), then
+/* Workspace: a shared part (the flipped weights of dx_by_correlation, or
+ * the weights packed for loom__gemm_wb: forward's, or the flipped ones), then
  * one part per thread, laid out as
  *   col   im2col of x, K x nb*P (forward; weight gradient as dy * col^T),
  *         or x of the packed samples, cg x nb*HW (weight gradient as
@@ -138,6 +143,12 @@ static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, 
         f += nw; /* private weight gradient */
     L.per_thread = round16(f);
     L.shared = corr ? round16(nw) : 0;
+    if (loom__gemm_wb_available() && !is_pointwise(d)) { /* packed weights (wpack_floats) */
+        size_t G = (size_t)d->groups, fw = G * loom__gemm_wpack_floats((int)cog, (int)K);
+        if (corr)
+            fw = LOOM_MAX(fw, G * loom__gemm_wpack_floats((int)cg, (int)cog * d->kh * d->kw));
+        L.shared = round16(LOOM_MAX(L.shared, fw));
+    }
     return L;
 }
 
@@ -189,6 +200,7 @@ typedef struct {
     ws_layout_t L;
     const float *x, *weight, *dy;
     float *y, *dx, *dweight, *dbias, *ws;
+    const float *wpack; /* weights packed for loom__gemm_wb (shared workspace), or NULL */
     int accum_dx;
     int bwd_nt; /* threads that ran backward with private weight gradients */
 } conv_job_t;
@@ -391,6 +403,12 @@ static void fwd_task(void *arg, int tid, int nt)
         for (int g = 0; g < G; g++) {
             im2col(d, j->x + (s0 * d->cin + (size_t)g * cg) * HW, d->cin * HW, m, j->h, j->w, j->ho,
                    j->wo, cg, col, ld);
+            if (j->wpack) { /* packed by loom_conv_forward; straight into y */
+                loom__gemm_wb(cog, (int)K, j->wpack + (size_t)g * loom__gemm_wpack_floats(cog, (int)K),
+                              col, ld, m, P, j->y + (s0 * d->cout + (size_t)g * cog) * P,
+                              (size_t)d->cout * P, P, 0);
+                continue;
+            }
             const float *wg = j->weight + (size_t)g * cog * K;
             if (m == 1) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cog, (int)P, (int)K, 1.0f, wg,
@@ -442,6 +460,12 @@ void loom_conv_forward(const loom_conv_desc_t *d, int n, int h, int w, const flo
         loom__wino_forward(d, n, h, w, x, weight, d->bias ? bias : NULL, y, ws);
         return;
     }
+    if (loom__gemm_wb_available() && !is_pointwise(d)) {
+        size_t per = loom__gemm_wpack_floats(j.cog, (int)j.K);
+        for (int g = 0; g < j.G; g++) /* at most cout x K floats: not worth a dispatch */
+            loom__gemm_pack_w(j.cog, (int)j.K, weight + (size_t)g * j.cog * j.K, j.K, ws + g * per);
+        j.wpack = ws;
+    }
     loom__parallel(fwd_task, &j);
     if (d->bias && bias) {
         j.dbias = (float *)bias; /* read only in forward */
@@ -459,6 +483,29 @@ static void flip_task(void *arg, int tid, int nt)
     float *wf = j->ws; /* the shared part */
     size_t b, e;
     loom__range((size_t)j->d->cout, tid, nt, &b, &e);
+    if (j->wpack) { /* loom__gemm_wb's layout: blocks of 8 rows (ci) interleaved by k = co*kk + t */
+        const int Kf = cog * kk;
+        const size_t per = loom__gemm_wpack_floats(cg, Kf);
+        for (size_t o = b; o < e; o++) {
+            size_t g = o / (size_t)cog, co = o % (size_t)cog;
+            float *wg = wf + g * per;
+            for (int ci = 0; ci < cg; ci++) {
+                const float *src = j->weight + (o * cg + ci) * kk;
+                float *dst = wg + ((size_t)(ci / 8) * Kf + co * kk) * 8 + ci % 8;
+                for (int t = 0; t < kk; t++)
+                    dst[(size_t)(kk - 1 - t) * 8] = src[t];
+            }
+        }
+        /* the zero rows that pad cg to a multiple of 8 */
+        for (size_t o = b; o < e && cg % 8; o++) {
+            size_t g = o / (size_t)cog, co = o % (size_t)cog;
+            float *wg = wf + g * per + ((size_t)(cg / 8) * Kf + co * kk) * 8;
+            for (int t = 0; t < kk; t++)
+                for (int r = cg % 8; r < 8; r++)
+                    wg[(size_t)t * 8 + r] = 0.0f;
+        }
+        return;
+    }
     for (size_t o = b; o < e; o++) {
         size_t g = o / (size_t)cog, co = o % (size_t)cog;
         for (int ci = 0; ci < cg; ci++) {
@@ -544,6 +591,12 @@ static void bwd_task(void *arg, int tid, int nt)
                                 1.0f, aux, (int)ldx, xsrc, (int)ldb, 1.0f, dw + (size_t)g * cog * K,
                                 cg);
                 }
+                if (j->wpack) { /* flip_task packed it; straight into dx */
+                    loom__gemm_wb(cg, cog * kk, j->wpack + (size_t)g * loom__gemm_wpack_floats(cg, cog * kk),
+                                  aux, ldx, m, HW, j->dx + (s0 * d->cin + (size_t)g * cg) * HW,
+                                  (size_t)d->cin * HW, HW, j->accum_dx);
+                    continue;
+                }
                 const float *wf = j->ws + (size_t)g * cg * cog * kk; /* flip_task's */
                 if (m == 1) {
                     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, cg, (int)HW, cog * kk,
@@ -627,8 +680,11 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w, const fl
         loom__wino_backward(d, n, h, w, x, weight, dy, dx, accum_dx, dweight, ws);
         return;
     }
-    if (flipped(&j))
+    if (flipped(&j)) {
+        if (loom__gemm_wb_available())
+            j.wpack = ws; /* flip_task writes loom__gemm_wb's layout */
         loom__parallel(flip_task, &j);
+    }
     loom__parallel(bwd_task, &j);
     if (dweight && (j.bwd_nt > 1 || flipped(&j)))
         loom__parallel(reduce_task, &j);

@@ -41,6 +41,19 @@ void loom__wino_backward(const loom_conv_desc_t *d, int n, int h, int w, const f
                          const float *weight, const float *dy, float *dx, int accum_dx,
                          float *dweight, float *ws);
 
+/* The weights-times-columns product of im2col convolution (conv_gemm.c):
+ * out[s][r][p] (+= if accum) sum_k W[r][k] * B[k][s*P + p] for r < M, s < m,
+ * p < P, row r of sample s at out + s*ss + r*rs; B row-major with leading
+ * dimension ldb, read in place; W packed first by loom__gemm_pack_w into
+ * loom__gemm_wpack_floats(M, K) floats.  Available (nonzero) only where the
+ * compiler targets AVX-512; elsewhere loom__gemm_wb does nothing.  Thread: any
+ * (each call writes only the outputs it names). */
+int loom__gemm_wb_available(void);
+size_t loom__gemm_wpack_floats(int M, int K);
+void loom__gemm_pack_w(int M, int K, const float *w, size_t ldw, float *wp);
+void loom__gemm_wb(int M, int K, const float *wp, const float *b, size_t ldb, int m, size_t P,
+                   float *out, size_t ss, size_t rs, int accum);
+
 /* y = x or y += x, split over the Loom threads. */
 void loom__copy_or_add(size_t n, const float *x, float *y, int accum);
 /* Batch-norm sums over one channel's slice of one sample (layers.c): in
