@@ -270,7 +270,11 @@ loom_rng_t *loom_model_rng(loom_model_t *m);
 /* Backward hook: called after layer `op` ran backward, with ready_from such
  * that the flat gradients [ready_from, param_count) are final for this step
  * (parameters lie in layer order, backward runs in reverse).  A negative
- * return stops the backward pass with that status.  fn NULL: no hook. */
+ * return stops the backward pass with that status.  fn NULL: no hook.
+ * Activation gradients are not part of this promise: a ReLU that
+ * loom_model_finish fused into the batch norm or residual add before it
+ * (doc/loom.md, "Performance") is applied in that layer's backward, so at
+ * the ReLU's own call its input gradient is still its output's. */
 typedef int (*loom_backward_hook_t)(void *arg, int op, size_t ready_from);
 void loom_model_set_backward_hook(loom_model_t *m, loom_backward_hook_t fn, void *arg);
 

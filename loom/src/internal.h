@@ -41,6 +41,42 @@ void loom__wino_backward(const loom_conv_desc_t *d, int n, int h, int w, const f
                          const float *weight, const float *dy, float *dx, int accum_dx,
                          float *dweight, float *ws);
 
+/* The weights-times-columns product of im2col convolution (conv_gemm.c):
+ * out[s][r][p] (+= if accum) sum_k W[r][k] * B[k][s*P + p] for r < M, s < m,
+ * p < P, row r of sample s at out + s*ss + r*rs; B row-major with leading
+ * dimension ldb, read in place; W packed first by loom__gemm_pack_w into
+ * loom__gemm_wpack_floats(M, K) floats.  Available (nonzero) only where the
+ * compiler targets AVX-512; elsewhere loom__gemm_wb does nothing.  Thread: any
+ * (each call writes only the outputs it names). */
+int loom__gemm_wb_available(void);
+size_t loom__gemm_wpack_floats(int M, int K);
+void loom__gemm_pack_w(int M, int K, const float *w, size_t ldw, float *wp);
+void loom__gemm_wb(int M, int K, const float *wp, const float *b, size_t ldb, int m, size_t P,
+                   float *out, size_t ss, size_t rs, int accum);
+
+/* Fused layers for the single-process executor (model.c; layers.c): batch
+ * norm whose output goes through an in-place ReLU (forward writes
+ * max(0, bn(x)); backward takes dy of the ReLU's output ry and counts it where
+ * ry > 0), a residual add followed by one (forward y = max(0, a + b); backward
+ * relu_backward2 writes or adds, per acc0/acc1, the masked dy into both
+ * inputs' gradients, either may be NULL).  Thread: the model's (they split the
+ * work over Loom's threads). */
+void loom__bn_forward_relu(const loom_bn_desc_t *d, int training, loom_shape_t s, const float *x,
+                           const float *gamma, const float *beta, float *running_mean,
+                           float *running_var, float *save_mean, float *save_invstd, float *y);
+void loom__bn_backward_relu(loom_shape_t s, const float *x, const float *gamma,
+                            const float *save_mean, const float *save_invstd, const float *ry,
+                            const float *dy, float *dx, int accum_dx, float *dgamma, float *dbeta);
+void loom__add_relu_forward(size_t n, const float *a, const float *b, float *y);
+void loom__relu_backward2(size_t n, const float *y, const float *dy, float *d0, int acc0, float *d1,
+                          int acc1);
+
+/* The ReLUs that model.c's fusion plan folded into their producer, and a
+ * switch back to running every layer alone (for tests comparing the two).
+ * Thread: the model's. */
+int loom__model_fused_count(const loom_model_t *m);
+void loom__model_unfuse(loom_model_t *m);
+
 /* y = x or y += x, split over the Loom threads. */
 void loom__copy_or_add(size_t n, const float *x, float *y, int accum);
 /* Batch-norm sums over one channel's slice of one sample (layers.c): in

@@ -14,9 +14,17 @@
 static inline void put(float *dst, float v, int accum) { *dst = accum ? *dst + v : v; }
 
 /* ------------------------------------------------------------ batch norm */
+/* The batch norm + ReLU fusion (loom__bn_forward_relu, loom__bn_backward_relu):
+ * y = max(0, bn(x)) in the same pass that writes y, and backward takes dy of
+ * the ReLU's output, counting it only where that output (ry) is positive,
+ * inside the passes that read dy anyway: the ReLU's own read-modify-write
+ * passes over the activation (forward) and its gradient (backward) go.  Same
+ * values, same bits as the two layers one after the other. */
 typedef struct {
     const loom_bn_desc_t *d;
     int training, accum_dx;
+    int relu;          /* forward: y = max(0, bn(x)) */
+    const float *ry;   /* backward: the fused ReLU's output (dy counts where ry > 0), or NULL */
     loom_shape_t s;
     const float *x, *gamma, *beta, *save_mean, *save_invstd, *dy;
     float *running_mean, *running_var, *save_mean_out, *save_invstd_out, *y, *dx, *dgamma, *dbeta;
@@ -85,6 +93,27 @@ void loom__sum_dy_dyx(const float *g, const float *x, size_t n, float m, double 
     *sgx += lanes_total(b);
 }
 
+/* loom__sum_dy_dyx with g counted only where ry > 0 (the fused ReLU's mask). */
+static void sum_dy_dyx_masked(const float *g, const float *ry, const float *x, size_t n, float m,
+                              double *sg, double *sgx)
+{
+    float a[SUM_LANES] = {0}, b[SUM_LANES] = {0};
+    size_t i = 0;
+    for (; i + SUM_LANES <= n; i += SUM_LANES)
+        for (int k = 0; k < SUM_LANES; k++) {
+            float gk = ry[i + k] > 0.0f ? g[i + k] : 0.0f;
+            a[k] += gk;
+            b[k] += gk * (x[i + k] - m);
+        }
+    for (int k = 0; i < n; i++, k++) {
+        float gk = ry[i] > 0.0f ? g[i] : 0.0f;
+        a[k] += gk;
+        b[k] += gk * (x[i] - m);
+    }
+    *sg += lanes_total(a);
+    *sgx += lanes_total(b);
+}
+
 static void bn_fwd_task(void *arg, int tid, int nt)
 {
     const bn_job_t *j = arg;
@@ -131,20 +160,42 @@ static void bn_fwd_task(void *arg, int tid, int nt)
         for (int i = 0; i < s.n; i++) {
             const float *xc = x + ((size_t)i * s.c + c) * HW;
             float *yc = y + ((size_t)i * s.c + c) * HW;
-            for (size_t p = 0; p < HW; p++)
-                yc[p] = xc[p] * a + b;
+            if (j->relu)
+                for (size_t p = 0; p < HW; p++) {
+                    float v = xc[p] * a + b;
+                    yc[p] = v > 0.0f ? v : 0.0f;
+                }
+            else
+                for (size_t p = 0; p < HW; p++)
+                    yc[p] = xc[p] * a + b;
         }
     }
+}
+
+static void bn_forward(const loom_bn_desc_t *d, int training, loom_shape_t s, const float *x,
+                       const float *gamma, const float *beta, float *running_mean,
+                       float *running_var, float *save_mean, float *save_invstd, float *y, int relu)
+{
+    bn_job_t j = {.d = d, .training = training, .relu = relu, .s = s, .x = x, .gamma = gamma,
+                  .beta = beta, .running_mean = running_mean, .running_var = running_var,
+                  .save_mean_out = save_mean, .save_invstd_out = save_invstd, .y = y};
+    loom__parallel(bn_fwd_task, &j);
 }
 
 void loom_bn_forward(const loom_bn_desc_t *d, int training, loom_shape_t s, const float *x,
                      const float *gamma, const float *beta, float *running_mean,
                      float *running_var, float *save_mean, float *save_invstd, float *y)
 {
-    bn_job_t j = {.d = d, .training = training, .s = s, .x = x, .gamma = gamma, .beta = beta,
-                  .running_mean = running_mean, .running_var = running_var,
-                  .save_mean_out = save_mean, .save_invstd_out = save_invstd, .y = y};
-    loom__parallel(bn_fwd_task, &j);
+    bn_forward(d, training, s, x, gamma, beta, running_mean, running_var, save_mean, save_invstd, y,
+               0);
+}
+
+void loom__bn_forward_relu(const loom_bn_desc_t *d, int training, loom_shape_t s, const float *x,
+                           const float *gamma, const float *beta, float *running_mean,
+                           float *running_var, float *save_mean, float *save_invstd, float *y)
+{
+    bn_forward(d, training, s, x, gamma, beta, running_mean, running_var, save_mean, save_invstd, y,
+               1);
 }
 
 static void bn_bwd_task(void *arg, int tid, int nt)
@@ -152,7 +203,7 @@ static void bn_bwd_task(void *arg, int tid, int nt)
     const bn_job_t *j = arg;
     const loom_shape_t s = j->s;
     const float *x = j->x, *gamma = j->gamma, *save_mean = j->save_mean,
-                *save_invstd = j->save_invstd, *dy = j->dy;
+                *save_invstd = j->save_invstd, *dy = j->dy, *ry = j->ry;
     float *dx = j->dx, *dgamma = j->dgamma, *dbeta = j->dbeta;
     const int accum_dx = j->accum_dx;
     const size_t HW = (size_t)s.h * s.w, M = (size_t)s.n * HW;
@@ -161,9 +212,13 @@ static void bn_bwd_task(void *arg, int tid, int nt)
     for (int c = (int)cb; c < (int)ce; c++) {
         const float mean = save_mean[c], invstd = save_invstd[c];
         double sdy = 0.0, sdyx = 0.0;
-        for (int i = 0; i < s.n; i++)
-            loom__sum_dy_dyx(dy + ((size_t)i * s.c + c) * HW, x + ((size_t)i * s.c + c) * HW, HW, mean,
-                       &sdy, &sdyx);
+        for (int i = 0; i < s.n; i++) {
+            size_t o = ((size_t)i * s.c + c) * HW;
+            if (ry)
+                sum_dy_dyx_masked(dy + o, ry + o, x + o, HW, mean, &sdy, &sdyx);
+            else
+                loom__sum_dy_dyx(dy + o, x + o, HW, mean, &sdy, &sdyx);
+        }
         float sum_dy = (float)sdy, sum_dy_xhat = (float)(sdyx * invstd);
         if (dgamma)
             dgamma[c] += sum_dy_xhat;
@@ -180,7 +235,15 @@ static void bn_bwd_task(void *arg, int tid, int nt)
             const float *xc = x + ((size_t)i * s.c + c) * HW;
             const float *gc = dy + ((size_t)i * s.c + c) * HW;
             float *oc = dx + ((size_t)i * s.c + c) * HW;
-            if (accum_dx) {
+            if (ry) {
+                const float *rc = ry + ((size_t)i * s.c + c) * HW;
+                if (accum_dx)
+                    for (size_t p = 0; p < HW; p++)
+                        oc[p] += k * (rc[p] > 0.0f ? gc[p] : 0.0f) - kx * xc[p] + k0;
+                else
+                    for (size_t p = 0; p < HW; p++)
+                        oc[p] = k * (rc[p] > 0.0f ? gc[p] : 0.0f) - kx * xc[p] + k0;
+            } else if (accum_dx) {
                 for (size_t p = 0; p < HW; p++)
                     oc[p] += k * gc[p] - kx * xc[p] + k0;
             } else {
@@ -201,12 +264,24 @@ void loom_bn_backward(loom_shape_t s, const float *x, const float *gamma,
     loom__parallel(bn_bwd_task, &j);
 }
 
+void loom__bn_backward_relu(loom_shape_t s, const float *x, const float *gamma,
+                            const float *save_mean, const float *save_invstd, const float *ry,
+                            const float *dy, float *dx, int accum_dx, float *dgamma, float *dbeta)
+{
+    bn_job_t j = {.s = s, .x = x, .gamma = gamma, .save_mean = save_mean,
+                  .save_invstd = save_invstd, .ry = ry, .dy = dy, .dx = dx, .accum_dx = accum_dx,
+                  .dgamma = dgamma, .dbeta = dbeta};
+    loom__parallel(bn_bwd_task, &j);
+}
+
 /* ---------------------------------------------------------- element-wise */
 typedef struct {
     int op, accum;
     size_t n;
     const float *a, *b;
     float *y;
+    float *y2; /* op 5: the second destination (NULL: none) */
+    int accum2;
 } ew_job_t;
 
 static void ew_task(void *arg, int tid, int nt)
@@ -242,12 +317,59 @@ static void ew_task(void *arg, int tid, int nt)
         else
             memcpy(y + b, x + b, sizeof(float) * (e - b));
         break;
+    case 4: /* add + relu */
+        for (size_t i = b; i < e; i++) {
+            float v = x[i] + g[i];
+            y[i] = v > 0.0f ? v : 0.0f;
+        }
+        break;
+    case 5: { /* relu backward into two gradients (x = relu output, g = dy) */
+        float *y2 = j->y2;
+        const int a1 = j->accum, a2 = j->accum2;
+        if (!y2) { /* one of them only: op 1 */
+            ew_job_t one = *j;
+            one.op = 1;
+            ew_task(&one, tid, nt);
+            break;
+        }
+        for (size_t i = b; i < e; i++) {
+            float v = x[i] > 0.0f ? g[i] : 0.0f;
+            y[i] = a1 ? y[i] + v : v;
+            y2[i] = a2 ? y2[i] + v : v;
+        }
+        break;
     }
+    }
+}
+
+static void ew_run(ew_job_t *j)
+{
+    if (j->n < 4096)
+        ew_task(j, 0, 1);
+    else
+        loom__parallel(ew_task, j);
+}
+
+void loom__add_relu_forward(size_t n, const float *a, const float *b, float *y)
+{
+    ew_job_t j = {.op = 4, .n = n, .a = a, .b = b, .y = y};
+    ew_run(&j);
+}
+
+void loom__relu_backward2(size_t n, const float *y, const float *dy, float *d0, int acc0, float *d1,
+                          int acc1)
+{
+    if (!d0) /* the one wanted, if any, as d0 */
+        d0 = d1, acc0 = acc1, d1 = NULL;
+    if (!d0)
+        return;
+    ew_job_t j = {.op = 5, .n = n, .a = y, .b = dy, .y = d0, .accum = acc0, .y2 = d1, .accum2 = acc1};
+    ew_run(&j);
 }
 
 static void ew(int op, size_t n, const float *a, const float *b, float *y, int accum)
 {
-    ew_job_t j = {op, accum, n, a, b, y};
+    ew_job_t j = {op, accum, n, a, b, y, NULL, 0};
     if (n < 4096)
         ew_task(&j, 0, 1);
     else

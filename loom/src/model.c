@@ -37,6 +37,10 @@ typedef struct {
     int32_t *argmax;
     int accum[MAX_IN];
     double flops;   /* per sample */
+    /* Fusion (plan_fusion): a batch norm or residual add whose output goes
+     * straight through an in-place ReLU applies the ReLU itself (relu_fused),
+     * and that ReLU does nothing (fused_away), forward and backward. */
+    int relu_fused, fused_away;
 } op_t;
 
 typedef struct {
@@ -478,6 +482,40 @@ static void init_params(loom_model_t *m, uint64_t seed)
     loom_rng_seed(&m->rng, seed ^ 0xD1B54A32D192ED03ull);
 }
 
+/* Marks each batch norm or residual add followed by an in-place ReLU of its
+ * output (the ReLU is its only reader: in place means nothing read the
+ * output before) so that the single-process executor runs the pair as one
+ * layer (layers.c: loom__bn_forward_relu, loom__add_relu_forward and their
+ * backward), saving the ReLU's passes over the activation and its gradient.
+ * The op list itself is unchanged (op_info, the spatial executor, the
+ * backward hook still see every layer). */
+static void plan_fusion(loom_model_t *m)
+{
+    for (int i = 0; i + 1 < m->nops; i++) {
+        op_t *o = &m->ops[i], *r = &m->ops[i + 1];
+        if ((o->type == LOOM_OP_BN || o->type == LOOM_OP_ADD) && r->type == LOOM_OP_RELU &&
+            r->inplace && r->in[0] == o->out && !o->inplace) {
+            o->relu_fused = 1;
+            r->fused_away = 1;
+        }
+    }
+}
+
+/* internal.h: the test's switch back to one layer at a time */
+void loom__model_unfuse(loom_model_t *m)
+{
+    for (int i = 0; i < m->nops; i++)
+        m->ops[i].relu_fused = m->ops[i].fused_away = 0;
+}
+
+int loom__model_fused_count(const loom_model_t *m)
+{
+    int n = 0;
+    for (int i = 0; i < m->nops; i++)
+        n += m->ops[i].fused_away;
+    return n;
+}
+
 int loom_model_finish(loom_model_t *m, int output, uint64_t seed)
 {
     int st = check_act(m, output, "finish");
@@ -554,6 +592,7 @@ int loom_model_finish(loom_model_t *m, int output, uint64_t seed)
         if (!(m->slots[i].data = loom__alloc(sizeof(float) * m->slots[i].count)))
             goto fail;
     free(busy);
+    plan_fusion(m);
     init_params(m, seed);
     m->finished = 1;
     return LOOM_OK;
@@ -675,11 +714,15 @@ int loom_model_forward(loom_model_t *m, int n, int training)
                               o->pb >= 0 ? m->params[o->pb].data : NULL, y, m->ws);
             break;
         case LOOM_OP_BN:
-            loom_bn_forward(&o->bn, training, is, x, m->params[o->pw].data, m->params[o->pb].data,
-                            m->bflat + m->bufs[o->brm].offset, m->bflat + m->bufs[o->brv].offset,
-                            o->aux, o->aux + is.c, y);
+            (o->relu_fused ? loom__bn_forward_relu : loom_bn_forward)(
+                &o->bn, training, is, x, m->params[o->pw].data, m->params[o->pb].data,
+                m->bflat + m->bufs[o->brm].offset, m->bflat + m->bufs[o->brv].offset, o->aux,
+                o->aux + is.c, y);
             break;
-        case LOOM_OP_RELU: loom_relu_forward(cnt, x, y); break;
+        case LOOM_OP_RELU:
+            if (!o->fused_away)
+                loom_relu_forward(cnt, x, y);
+            break;
         case LOOM_OP_SIGMOID: loom_sigmoid_forward(cnt, x, y); break;
         case LOOM_OP_MAXPOOL: loom_maxpool_forward(&o->pool, is, x, y, o->argmax); break;
         case LOOM_OP_AVGPOOL: loom_avgpool_forward(&o->pool, is, x, y); break;
@@ -688,7 +731,10 @@ int loom_model_forward(loom_model_t *m, int n, int training)
             loom_fc_forward(n, is.c * is.h * is.w, o->out_shape.c, x, m->params[o->pw].data,
                             m->params[o->pb].data, y);
             break;
-        case LOOM_OP_ADD: loom_add_forward(cnt, x, m->acts[o->in[1]].data, y); break;
+        case LOOM_OP_ADD:
+            (o->relu_fused ? loom__add_relu_forward : loom_add_forward)(cnt, x, m->acts[o->in[1]].data,
+                                                                         y);
+            break;
         case LOOM_OP_DROPOUT:
             if (training && o->p > 0.0f)
                 loom_dropout_forward(cnt, o->p, &m->rng, x, y, o->aux);
@@ -731,8 +777,27 @@ int loom_model_backward(loom_model_t *m, int n)
                                m->ws);
             break;
         case LOOM_OP_BN:
-            loom_bn_backward(is, x, m->params[o->pw].data, o->aux, o->aux + is.c, dy, dx, acc,
-                             m->params[o->pw].grad, m->params[o->pb].grad);
+            if (o->relu_fused) /* dy is the ReLU's, y its output */
+                loom__bn_backward_relu(is, x, m->params[o->pw].data, o->aux, o->aux + is.c, y, dy,
+                                       dx, acc, m->params[o->pw].grad, m->params[o->pb].grad);
+            else
+                loom_bn_backward(is, x, m->params[o->pw].data, o->aux, o->aux + is.c, dy, dx, acc,
+                                 m->params[o->pw].grad, m->params[o->pb].grad);
+            break;
+        case LOOM_OP_RELU:
+            if (o->fused_away) /* its producer's backward applies it */
+                break;
+            if (dx)
+                loom_relu_backward(cnt, y, dy, dx, acc);
+            break;
+        case LOOM_OP_ADD:
+            if (o->relu_fused) {
+                float *d0 = o->in[0] == 0 ? NULL : gradp(m, o->in[0]);
+                float *d1 = o->in[1] == 0 ? NULL : gradp(m, o->in[1]);
+                loom__relu_backward2(cnt, y, dy, d0, o->accum[0], d1, o->accum[1]);
+            } else {
+                loom__backward_plain(m, o->type, o->in, o->accum, is, o->r, o->p, y, dy, dx, acc);
+            }
             break;
         case LOOM_OP_MAXPOOL:
             if (dx)

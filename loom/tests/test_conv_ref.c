@@ -135,6 +135,13 @@ int main(void)
     run(3, 4, 4, 3, 3, 1, 1, 3, 1, 2, 1, 2, 0, 8, 9);       /* dilation, grouped */
     run(2, 3, 4, 1, 1, 1, 1, 1, 0, 1, 1, 1, 0, 5, 6);       /* pad > dil*(k-1): col2im */
     run(2, 16, 16, 1, 1, 1, 1, 0, 0, 1, 1, 1, 0, 5, 5);     /* pointwise */
+    /* conv_gemm.c's kernel takes weights of at most 128 x 1152 (K <= 1152),
+     * cblas_sgemm the rest: both sides of the limit, forward and dx */
+    run(3, 128, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, 6);     /* K = 1152: the kernel */
+    run(3, 129, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 5, 6);     /* K = 1161: sgemm forward */
+    run(2, 9, 130, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 4, 7);     /* dx K = 1170: sgemm */
+    run(2, 64, 131, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 4, 4);    /* 131 x 576 weights: sgemm */
+    run(2, 16, 129, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 6, 6);    /* 129 x 144 weights: sgemm */
     /* 3x3 stride 1 under each algorithm setting: im2col + sgemm, and
      * Winograd F(4x4, 3x3) (forward, dx by the flipped kernel, dW in the
      * transformed domain) against the same direct reference: paddings 0, 1
