@@ -412,9 +412,9 @@ int main(int argc, char **argv)
     if (o.floor) {
         bench_floor_header(&b, &fl,
                            e.c->floor == BENCH_FLOOR_ADD
-                               ? (fblocks > 1 ? "the call's input, p blocks (p x Size bytes)"
+                               ? (e.c->floor_blocks == P ? "the call's input, p blocks (p x Size bytes)"
                                               : "the call's input, the Size-byte vector")
-                               : (fblocks > 1 ? "the call's output, p blocks (p x Size bytes)"
+                               : (e.c->floor_blocks == P ? "the call's output, p blocks (p x Size bytes)"
                                               : "the call's output, Size bytes"));
         bench_printf(&b, "%-10s%18s%18s%12s%18s%12s  %s\n", "# Size", "Avg Latency(us)",
                      "MPI Latency(us)", "Weft/MPI", "Floor(us)", "Weft/Floor", "Algorithm");
