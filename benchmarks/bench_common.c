@@ -257,7 +257,7 @@ void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
         "  --quiet              no progress lines on stderr\n"
         "  -h, --help           this text\n"
         "  -V, -v, --version    version and build options\n"
-        "%s%s"
+        "%s%s%s%s"
         "OSU's spellings are taken too: --message-size (also MIN: and :MAX), --iterations,\n"
         "--warmup, --type (mpi_char, mpi_int, mpi_float).\n",
         spec->prog, spec->what ? spec->what : "", spec->what ? "\n" : "",
@@ -269,6 +269,14 @@ void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
                     "  -f, --full           (--osu) also min/max over ranks and iterations\n"
                     "  -c, --validation     (--osu) check every iteration's result: Pass/Fail\n"
                   : "",
+        spec->floor ? "  --floor              also time the memory floor as a third variant, interleaved\n"
+                      "                       with Weft and MPI in the same rounds (same warm-up,\n"
+                      "                       iterations and median; every rank at once, between the\n"
+                      "                       barriers, on distinct buffers written beforehand): columns\n"
+                      "                       Floor(us) and Weft/Floor, CSV floor_us and weft_floor_ratio\n"
+                      "                       (not with --osu). The floor is:\n"
+                    : "",
+        spec->floor ? spec->floor : "",
         spec->extra_usage ? spec->extra_usage : "");
 }
 
@@ -414,13 +422,13 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
      * answers BENCH_OPT_NEEDS_VALUE (an option with a value), BENCH_OPT_OK (a
      * flag, taken there and then) or BENCH_OPT_UNKNOWN (left for getopt_long
      * to report). */
-    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_OSU, OPT_EXTRA };
+    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_OSU, OPT_FLOOR, OPT_EXTRA };
     static const struct option shared[] = {
         {"rounds", required_argument, NULL, 'r'}, {"csv", required_argument, NULL, OPT_CSV},
         {"budget", required_argument, NULL, OPT_BUDGET}, {"quiet", no_argument, NULL, OPT_QUIET},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {"osu", optional_argument, NULL, OPT_OSU}, {"full", no_argument, NULL, 'f'},
-        {"validation", no_argument, NULL, 'c'},
+        {"validation", no_argument, NULL, 'c'}, {"floor", no_argument, NULL, OPT_FLOOR},
         /* OSU OMB 7's long spellings of the short options */
         {"message-size", required_argument, NULL, 'm'}, {"iterations", required_argument, NULL, 'i'},
         {"warmup", required_argument, NULL, 'x'}, {"type", required_argument, NULL, 'T'},
@@ -544,6 +552,9 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
                 goto out;
             }
             break;
+        case OPT_FLOOR:
+            o->floor = 1;
+            break;
         case 'f':
             o->full = 1;
             break;
@@ -576,6 +587,14 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
     }
     if (o->osu && !spec->osu) {
         rc = usage_error(b, spec, "--osu: %s has no OSU mode", spec->prog);
+        goto out;
+    }
+    if (o->floor && !spec->floor) {
+        rc = usage_error(b, spec, "--floor: %s has no memory floor", spec->prog);
+        goto out;
+    }
+    if (o->floor && o->osu) {
+        rc = usage_error(b, spec, "--floor goes with the comparison of Weft and MPI, not --osu");
         goto out;
     }
     if ((o->full || o->validate) && !o->osu) {
@@ -1090,6 +1109,148 @@ int bench_run_interleaved(bench_ctx_t *b, const bench_timing_t *tm, const bench_
     }
     free(t);
     return 0;
+}
+
+/* ---- the memory floor (--floor) ------------------------------------------------------ */
+/* The kernels: one plain loop per element width, restrict-qualified so that
+ * the compiler vectorises it without a run-time overlap check (the buffers
+ * are distinct). noinline: each pass is a real call that reads and writes
+ * memory, which the optimiser cannot merge with the next pass. Integers add
+ * as the unsigned type of their width (the same bits in two's complement, and
+ * no signed overflow). Main thread (any thread: they touch only their
+ * arguments). */
+#define BENCH_FLOOR_ADD_FN(name, T)                                                      \
+    static __attribute__((noinline)) void name(T *restrict c, const T *restrict a,        \
+                                               const T *restrict b, size_t n)             \
+    {                                                                                     \
+        for (size_t i = 0; i < n; i++) c[i] = (T)(a[i] + b[i]);                           \
+    }
+BENCH_FLOOR_ADD_FN(floor_add_f32, float)
+BENCH_FLOOR_ADD_FN(floor_add_f64, double)
+BENCH_FLOOR_ADD_FN(floor_add_u8, uint8_t)
+BENCH_FLOOR_ADD_FN(floor_add_u32, uint32_t)
+BENCH_FLOOR_ADD_FN(floor_add_u64, uint64_t)
+
+static __attribute__((noinline)) void floor_copy(void *restrict c, const void *restrict a,
+                                                 size_t bytes)
+{
+    memcpy(c, a, bytes);
+}
+
+/* 1 when dt has an addition kernel above. */
+static int floor_has_add(weft_datatype_t dt)
+{
+    switch (dt) {
+    case WEFT_FLOAT32: case WEFT_FLOAT64: case WEFT_INT8: case WEFT_UINT8: case WEFT_INT32:
+    case WEFT_UINT32: case WEFT_INT64: case WEFT_UINT64: return 1;
+    default: return 0;
+    }
+}
+
+/* One pass of the floor's kernel over `bytes` of its buffers. */
+static void floor_pass(const bench_floor_t *f, size_t bytes)
+{
+    if (f->kind != BENCH_FLOOR_ADD) {
+        floor_copy(f->c, f->a, bytes);
+        return;
+    }
+    switch (f->dt) {
+    case WEFT_FLOAT32: floor_add_f32(f->c, f->a, f->b, bytes / sizeof(float)); break;
+    case WEFT_FLOAT64: floor_add_f64(f->c, f->a, f->b, bytes / sizeof(double)); break;
+    case WEFT_INT8: case WEFT_UINT8: floor_add_u8(f->c, f->a, f->b, bytes); break;
+    case WEFT_INT32: case WEFT_UINT32: floor_add_u32(f->c, f->a, f->b, bytes / 4); break;
+    case WEFT_INT64: case WEFT_UINT64: floor_add_u64(f->c, f->a, f->b, bytes / 8); break;
+    default: break; /* not reached: bench_floor_init chose COPY */
+    }
+}
+
+int bench_floor_init(const bench_ctx_t *b, bench_floor_t *f, bench_floor_kind_t kind,
+                     weft_datatype_t dt, size_t max_bytes)
+{
+    memset(f, 0, sizeof *f);
+    f->asked = kind;
+    f->dt = dt;
+    f->kind = kind == BENCH_FLOOR_ADD && !floor_has_add(dt) ? BENCH_FLOOR_COPY : kind;
+    f->cap = max_bytes;
+    const size_t esz = weft_datatype_size(dt);
+    int ok = kind != BENCH_FLOOR_NONE && esz > 0;
+    if (!ok) bench_error(b, "--floor: no floor for this call or datatype");
+    if (ok) {
+        f->a = bench_alloc(max_bytes);
+        f->c = bench_alloc(max_bytes);
+        if (f->kind == BENCH_FLOOR_ADD) f->b = bench_alloc(max_bytes);
+        ok = f->a && f->c && (f->kind != BENCH_FLOOR_ADD || f->b);
+        if (!ok) bench_error(b, "--floor: cannot allocate its buffers of %zu bytes", max_bytes);
+    }
+    if (ok) {
+        /* Realistic, finite values (bench_fill) written now: every page is
+         * touched before the first timed pass. One pass over everything, then
+         * its result checked, so that what the header says is what runs. */
+        const size_t n = max_bytes / esz;
+        bench_fill(f->a, n, dt, b->rank);
+        if (f->b) bench_fill(f->b, n, dt, b->rank + 1);
+        floor_pass(f, max_bytes);
+        size_t bad = 0;
+        if (f->kind == BENCH_FLOOR_ADD) {
+            for (size_t i = 0; i < n; i++)
+                bad += bench_get(f->c, i, dt) != bench_get(f->a, i, dt) + bench_get(f->b, i, dt);
+        } else {
+            bad = memcmp(f->c, f->a, max_bytes) != 0;
+        }
+        if (bad) {
+            bench_error(b, "--floor: the kernel's result is wrong (%zu elements of %zu)", bad, n);
+            ok = 0;
+        }
+    }
+    if (!bench_all_ok(b, ok)) {
+        bench_floor_free(f);
+        return 1;
+    }
+    f->bytes = max_bytes;
+    return 0;
+}
+
+void bench_floor_free(bench_floor_t *f)
+{
+    free(f->a);
+    free(f->b);
+    free(f->c);
+    f->a = f->b = f->c = NULL;
+}
+
+int bench_floor_run(void *ud, long iters, int round)
+{
+    const bench_floor_t *f = ud;
+    (void)round;
+    const size_t bytes = f->bytes <= f->cap ? f->bytes : f->cap;
+    for (long i = 0; i < iters; i++) {
+        floor_pass(f, bytes);
+        /* A compiler barrier: every pass's stores are made, none is merged
+         * with the next pass. */
+        __asm__ __volatile__("" ::: "memory");
+    }
+    return 0;
+}
+
+void bench_floor_header(const bench_ctx_t *b, const bench_floor_t *f, const char *over)
+{
+    if (b->rank != 0) return;
+    const char *dt = weft_datatype_name(f->dt) ? weft_datatype_name(f->dt) : "?";
+    if (f->kind == BENCH_FLOOR_ADD)
+        printf("# Floor: every rank at once, between the barriers, computes c[i] = a[i] + b[i] in %s "
+               "over %s (reads 2x and writes 1x those bytes; a, b, c distinct buffers written "
+               "beforehand); Weft/Floor = Weft's median / the floor's median\n",
+               dt, over);
+    else
+        printf("# Floor: every rank at once, between the barriers, copies %s (memcpy(c, a): reads "
+               "1x and writes 1x those bytes; a, c distinct buffers written beforehand); "
+               "Weft/Floor = Weft's median / the floor's median\n",
+               over);
+    if (f->asked == BENCH_FLOOR_ADD && f->kind == BENCH_FLOOR_COPY)
+        printf("# Floor: note: %s has no plain C addition here, so the floor is a byte copy of the "
+               "same bytes, below what a reduction moves (read 1x instead of 2x)\n",
+               dt);
+    fflush(stdout);
 }
 
 /* ---- OSU OMB 7 mode ------------------------------------------------------------------- */

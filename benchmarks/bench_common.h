@@ -103,6 +103,8 @@ typedef struct bench_opts {
     int osu;                     /* --osu[=weft|mpi]: BENCH_OSU_OFF, _WEFT or _MPI */
     int full;                    /* -f, --full: OSU's min/max/iterations columns (--osu) */
     int validate;                /* -c, --validation: check every result (--osu) */
+    int floor;                   /* --floor: also time the memory floor (programs whose
+                                  * bench_spec_t.floor is set; not with --osu) */
 } bench_opts_t;
 
 /* bench_opts_t.osu: which library --osu times in OSU OMB 7's layout. */
@@ -148,6 +150,9 @@ typedef struct bench_spec {
     int osu;                     /* the program has an --osu mode (with -f and -c);
                                   * elsewhere those options are usage errors */
     const bench_short_t *shorts; /* one-letter spellings of its own options, or NULL */
+    const char *floor;           /* the program has --floor: the usage lines saying what
+                                  * its floor times (printed under --floor); NULL: the
+                                  * option is a usage error */
 } bench_spec_t;
 
 /* bench_parse results. */
@@ -166,6 +171,7 @@ enum {
  *   -a ALGO    (a name of weft_algo_name, or "auto")
  *   --csv FILE   --quiet   -h | --help   -V | -v | --version
  *   --osu[=weft|mpi]  -f | --full  -c | --validation   (programs with spec->osu)
+ *   --floor                                           (programs with spec->floor)
  * OSU OMB 7's spellings are taken too: --message-size, --iterations,
  * --warmup, --type (also mpi_char, mpi_int, mpi_float), -m MIN: and -m :MAX.
  * Long options may be written --opt=VALUE or --opt VALUE. Every rank parses
@@ -434,6 +440,60 @@ void bench_osu_validation_failed(const bench_ctx_t *b, size_t bytes);
  */
 void bench_busbw(weft_coll_t coll, size_t total_bytes, int ranks, double us, double *algbw,
                  double *busbw);
+
+/* ---- the memory floor (--floor) --------------------------------------------------------- */
+/*
+ * The least memory traffic of a collective's local work on one rank, timed as
+ * one more variant of bench_run_interleaved beside Weft and MPI (so in the same
+ * rounds, between the same barriers, every rank at once, with the same warm-up,
+ * iterations and median; doc/benchmarks.md, "Memory floor"). Each rank works on
+ * buffers of its own, distinct, allocated and written (touched) beforehand:
+ *
+ *   BENCH_FLOOR_ADD   c[i] = a[i] + b[i] in the call's datatype over the call's
+ *                     input bytes (read two operands, write one result: what a
+ *                     reduction of that input must move at least), a plain loop
+ *                     the compiler vectorises. Datatypes with no plain C addition
+ *                     (float16, bfloat16) time BENCH_FLOOR_COPY of the same bytes
+ *                     instead, and the header line says so;
+ *   BENCH_FLOOR_COPY  memcpy(c, a, bytes) of the call's output bytes.
+ */
+typedef enum bench_floor_kind {
+    BENCH_FLOOR_NONE = 0, /* the collective has no floor defined (--floor refused) */
+    BENCH_FLOOR_ADD,
+    BENCH_FLOOR_COPY
+} bench_floor_kind_t;
+
+typedef struct bench_floor {
+    bench_floor_kind_t kind;  /* what is timed (ADD, or COPY for an ADD without a kernel) */
+    bench_floor_kind_t asked; /* what the program asked for */
+    weft_datatype_t dt;
+    size_t cap;               /* bytes each buffer holds (the largest size) */
+    size_t bytes;             /* bytes of the size being timed (<= cap); the program sets
+                               * it before each bench_run_interleaved */
+    void *a, *b, *c;          /* inputs a, b (b: ADD only), output c */
+} bench_floor_t;
+
+/**
+ * Allocate and fill the floor's buffers for sizes up to max_bytes (the call's
+ * input bytes for ADD, its output bytes for COPY), then run the kernel once
+ * over all of them and check its result (c == a + b element by element, or
+ * c == a), so that the header's description is what runs. Returns 0, or 1 on
+ * every rank after a rank failed (reported). Collective over b->ctl.
+ */
+int bench_floor_init(const bench_ctx_t *b, bench_floor_t *f, bench_floor_kind_t kind,
+                     weft_datatype_t dt, size_t max_bytes);
+/** Free the buffers (a zeroed or failed bench_floor_t is fine). Main thread. */
+void bench_floor_free(bench_floor_t *f);
+/** The floor as a bench_variant_t run function: ud is a bench_floor_t;
+ * `iters` passes of the kernel over f->bytes. Returns 0. Main thread. */
+int bench_floor_run(void *ud, long iters, int round);
+/**
+ * The header lines saying what the floor times (rank 0): "# Floor: every rank
+ * at once computes c[i] = a[i] + b[i] (float32) over <over>, ..." and, when a
+ * datatype fell back to a copy, a note saying so. `over` names the bytes
+ * ("the call's input, the n-byte vector").
+ */
+void bench_floor_header(const bench_ctx_t *b, const bench_floor_t *f, const char *over);
 
 /* ---- CSV ------------------------------------------------------------------------ */
 typedef struct bench_csv {

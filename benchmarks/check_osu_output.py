@@ -7,6 +7,11 @@ parser would trip on; also checks the algbw/busbw columns of the CSV.
       KIND: allreduce | bcast | alltoall | reduce_scatter | allgather | p2p
             | iallreduce (weft_osu_iallreduce) | overlap (mpi_overlap: OSU's
             non-blocking tables)
+            | floor-allreduce | floor-reduce_scatter | floor-allgather: not
+            OSU's format but the default comparison with --floor (the
+            memory floor's columns in the table and the CSV); PROGRAM is
+            weft_osu_allreduce, or weft_osu_coll (run with --coll) or the
+            collective's own weft_osu_<collective>
 
 The parser knows only OMB's format (c/util/osu_util*.c of OMB 7): a table is
 a title line "# OSU MPI <Name> Test v7.<n>", other '#' comment lines, the
@@ -231,6 +236,89 @@ def check_p2p(mpiexec, program, tmp):
         check(len(tables[0]["rows"]) == 3, "rows %d" % len(tables[0]["rows"]))
 
 
+DEFAULT_CSV = ["size_bytes", "weft_us", "mpi_us", "ratio", "algorithm", "weft_algbw_GBps",
+               "weft_busbw_GBps", "mpi_algbw_GBps", "mpi_busbw_GBps"]
+FLOOR_COLUMNS = ["# Size", "Avg Latency(us)", "MPI Latency(us)", "Weft/MPI", "Floor(us)", "Weft/Floor",
+                 "Algorithm"]
+
+
+def ratio_ok(ratio, num, den, digits, ratio_digits):
+    """ratio, printed with ratio_digits decimals, is num / den of two figures
+    printed with `digits` decimals (each off by up to half a unit)."""
+    e, er = 0.5 * 10 ** -digits, 0.5 * 10 ** -ratio_digits
+    if den - e <= 0:
+        return False
+    return (num - e) / (den + e) - er <= ratio <= (num + e) / (den - e) + er
+
+
+def check_floor(mpiexec, program, coll, tmp):
+    """--floor on 2 ranks, 64 KiB to 256 KiB, a short budget: the header line
+    saying what the floor times, the columns Floor(us) and Weft/Floor in the
+    table and floor_us, weft_floor_ratio at the CSV's end, numeric, positive,
+    the ratio the quotient of the figures printed beside it; without --floor
+    the output is the default one; --floor with --osu and on a collective
+    without a floor is a usage error (exit 2)."""
+    opts = ["--coll", coll] if os.path.basename(program) == "weft_osu_coll" else []
+    base = opts + ["-m", "64K:256K", "-r", "3", "--budget", "0.02"]
+    want_sizes = sizes(65536, 262144)
+    path = os.path.join(tmp, coll + "-floor.csv")
+    out = run(mpiexec, program, base + ["--floor"], path)
+    lines = out.splitlines()
+    floor = [l for l in lines if l.startswith("# Floor:")]
+    reduction = coll in ("allreduce", "reduce_scatter")
+    what = {"allreduce": "the n-byte vector", "reduce_scatter": "p blocks", "allgather": "p blocks"}[coll]
+    check(len(floor) == 1 and ("c[i] = a[i] + b[i] in float32" in floor[0]) == reduction
+          and ("memcpy" in floor[0]) != reduction and what in floor[0],
+          "%s --floor: the '# Floor:' line does not say what is timed: %r" % (coll, floor))
+    cols = [re.split(r"\s{2,}", l.strip()) for l in lines if l.startswith("# Size")]
+    check(cols == [FLOOR_COLUMNS], "%s --floor: column line %r, want %r" % (coll, cols, FLOOR_COLUMNS))
+    rows = [l.split() for l in lines if l.strip() and not l.startswith("#")]
+    check([int(r[0]) if r[0].isdigit() else -1 for r in rows] == want_sizes,
+          "%s --floor: sizes %r" % (coll, [r[0] for r in rows]))
+    for r in rows:
+        if not check(len(r) == len(FLOOR_COLUMNS), "%s --floor: row %r" % (coll, r)):
+            continue
+        if not check(all(re.fullmatch(r"\d+\.\d\d", x) for x in r[1:6]),
+                     "%s --floor: not numbers with 2 decimals: %r" % (coll, r)):
+            continue
+        weft, mpi, wm, fl, wf = (float(x) for x in r[1:6])
+        check(fl > 0, "%s --floor: floor %r not positive" % (coll, fl))
+        check(ratio_ok(wm, weft, mpi, 2, 2), "%s: Weft/MPI %r is not %r / %r" % (coll, wm, weft, mpi))
+        check(ratio_ok(wf, weft, fl, 2, 2), "%s: Weft/Floor %r is not %r / %r" % (coll, wf, weft, fl))
+    with open(path) if os.path.exists(path) else open(os.devnull) as f:
+        header = next((l.strip().split(",") for l in f if not l.startswith("#")), [])
+    check(header == DEFAULT_CSV + ["floor_us", "weft_floor_ratio"], "%s --floor: CSV header %r" % (coll, header))
+    crow = read_csv(path) if os.path.exists(path) else []
+    check(len(crow) == len(rows), "%s --floor: %d CSV rows for %d table rows" % (coll, len(crow), len(rows)))
+    for c, r in zip(crow, rows):
+        try:
+            weft, fl, wf = float(c["weft_us"]), float(c["floor_us"]), float(c["weft_floor_ratio"])
+        except (KeyError, TypeError, ValueError):
+            check(False, "%s --floor: CSV row not numeric: %r" % (coll, c))
+            continue
+        check(fl > 0 and ratio_ok(wf, weft, fl, 3, 4),
+              "%s --floor: CSV weft_floor_ratio %r is not %r / %r" % (coll, wf, weft, fl))
+        check(len(r) == len(FLOOR_COLUMNS) and abs(fl - float(r[4])) < 0.006,
+              "%s --floor: CSV floor_us %r against the table's %r" % (coll, fl, r[4] if len(r) > 4 else None))
+    # Without --floor: the default output, the default CSV.
+    path = os.path.join(tmp, coll + "-default.csv")
+    out = run(mpiexec, program, base, path)
+    check("Floor" not in out and "Weft/MPI" in out, "%s: the default output changed:\n%s" % (coll, out))
+    with open(path) if os.path.exists(path) else open(os.devnull) as f:
+        header = next((l.strip().split(",") for l in f if not l.startswith("#")), [])
+    check(header == DEFAULT_CSV, "%s: default CSV header %r" % (coll, header))
+    # Usage errors: with --osu; a collective without a floor.
+    bad = [base + ["--floor", "--osu"]]
+    if opts:
+        bad.append(["--coll", "gather", "--floor", "-m", "64K:64K"])
+    for args in bad:
+        cmd = [mpiexec, "-n", "1", program] + args
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        check(p.returncode == 2 and "--floor" in p.stderr,
+              "%s exited %d, want 2 with a message naming --floor: %s" % (" ".join(cmd), p.returncode,
+                                                                         p.stderr[-500:]))
+
+
 NBC = ["# Size", "Overall(us)", "Compute(us)", "Pure Comm.(us)", "Overlap(%)"]
 NBC_FULL = ["# Size", "Overall(us)", "Compute(us)", "Coll. Init(us)", "MPI_Test(us)", "MPI_Wait(us)",
             "Pure Comm.(us)", "Min Comm.(us)", "Max Comm.(us)", "Overlap(%)"]
@@ -317,6 +405,8 @@ def main(argv):
             check_overlap(mpiexec, program)
         elif kind == "iallreduce":
             check_iallreduce(mpiexec, program)
+        elif kind in ("floor-allreduce", "floor-reduce_scatter", "floor-allgather"):
+            check_floor(mpiexec, program, kind[len("floor-"):], tmp)
         elif kind in OSU_TITLES:
             check_coll(mpiexec, program, kind, tmp)
         else:
@@ -324,7 +414,9 @@ def main(argv):
             return 2
     for f in failures:
         print("FAIL: " + f, file=sys.stderr)
-    if not failures:
+    if not failures and kind.startswith("floor-"):
+        print("%s: --floor columns in the table and the CSV, numeric, ratios as printed" % kind)
+    elif not failures:
         print("%s: OSU OMB 7 output read back, -f/-c columns and CSV bandwidths as defined" % kind)
     return 1 if failures else 0
 

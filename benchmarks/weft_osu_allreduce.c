@@ -7,7 +7,9 @@
  *
  * Per size: median over rounds of the per-iteration average (max over ranks)
  * for Weft and for MPI, their ratio, and the algorithm weft_query_algo says
- * Weft used.
+ * Weft used. --floor adds a third variant in the same rounds, the memory
+ * floor of the call (bench_common.h): every rank computes c[i] = a[i] + b[i]
+ * in the datatype over the n-byte vector; columns Floor(us), Weft/Floor.
  *
  * -d DEVICE (or --device=DEVICE) says where Weft's side runs:
  *   host         host buffers, a communicator without a stream (default);
@@ -274,7 +276,10 @@ int main(int argc, char **argv)
                          .extra_usage = "  -d, --device=DEV     host (default): host buffers, no stream;\n"
                                         "                       host-stream: comm bound to a host stream;\n"
                                         "                       cuda: device buffers, comm bound to a CUDA stream\n",
-                         .osu = 1};
+                         .osu = 1,
+                         .floor = "                       c[i] = a[i] + b[i] in the datatype (-T) over the\n"
+                                  "                       n-byte vector, a plain loop the compiler vectorises;\n"
+                                  "                       float16/bfloat16: a byte copy of the n bytes instead\n"};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     rc = bench_apply_algo(&b, &o, WEFT_COLL_ALLREDUCE);
@@ -290,6 +295,7 @@ int main(int argc, char **argv)
 
     state_t s = {.b = &b, .dt = o.dtype, .mdt = bench_mpi_dtype(o.dtype), .dev = device,
                  .wcomm = b.comm};
+    bench_floor_t fl = {0};
     const size_t esz = weft_datatype_size(o.dtype);
     const int have_mpi = s.mdt != MPI_DATATYPE_NULL;
     size_t maxcount = o.max_bytes / esz;
@@ -318,11 +324,20 @@ int main(int argc, char **argv)
         goto out_free;
     }
 
+    /* --floor: its buffers (the n-byte vector at the largest size) */
+    if (o.floor && bench_floor_init(&b, &fl, BENCH_FLOOR_ADD, o.dtype, maxcount * esz) != 0) {
+        rc = 1;
+        goto out_free;
+    }
+
     bench_csv_t csv;
     if (bench_csv_open(&b, &csv, o.csv_path,
                        o.osu ? "size_bytes,avg_us,min_us,max_us,iterations,errors,algbw_GBps,busbw_GBps"
-                             : "size_bytes,weft_us,mpi_us,ratio,algorithm,weft_algbw_GBps,"
-                               "weft_busbw_GBps,mpi_algbw_GBps,mpi_busbw_GBps") != 0) {
+                       : o.floor ? "size_bytes,weft_us,mpi_us,ratio,algorithm,weft_algbw_GBps,"
+                                   "weft_busbw_GBps,mpi_algbw_GBps,mpi_busbw_GBps,floor_us,"
+                                   "weft_floor_ratio"
+                                 : "size_bytes,weft_us,mpi_us,ratio,algorithm,weft_algbw_GBps,"
+                                   "weft_busbw_GBps,mpi_algbw_GBps,mpi_busbw_GBps") != 0) {
         rc = 1;
         goto out_free;
     }
@@ -343,8 +358,14 @@ int main(int argc, char **argv)
                        "synchronize per iteration)"
                      : "cuda (device buffers; comm bound to a CUDA stream; enqueue + synchronize "
                        "per iteration; MPI on host buffers)");
-    bench_printf(&b, "%-10s%18s%18s%12s  %s\n", "# Size", "Avg Latency(us)", "MPI Latency(us)",
-                 "Weft/MPI", "Algorithm");
+    if (o.floor) {
+        bench_floor_header(&b, &fl, "the call's input, the n-byte vector (n = Size)");
+        bench_printf(&b, "%-10s%18s%18s%12s%18s%12s  %s\n", "# Size", "Avg Latency(us)",
+                     "MPI Latency(us)", "Weft/MPI", "Floor(us)", "Weft/Floor", "Algorithm");
+    } else {
+        bench_printf(&b, "%-10s%18s%18s%12s  %s\n", "# Size", "Avg Latency(us)",
+                     "MPI Latency(us)", "Weft/MPI", "Algorithm");
+    }
 
     rc = 0;
     BENCH_FOR_SIZES(&o, bytes) {
@@ -355,10 +376,16 @@ int main(int argc, char **argv)
                 weft_query_algo(s.wcomm, WEFT_COLL_ALLREDUCE, s.count, o.dtype, &algo);
             const char *aname = st == WEFT_SUCCESS && weft_algo_name(algo) ? weft_algo_name(algo)
                                                                            : "?";
-            bench_variant_t v[2] = {{"weft", run_weft, &s, NULL}, {"mpi", run_mpi, &s, NULL}};
-            bench_result_t r[2];
+            bench_variant_t v[3] = {{"weft", run_weft, &s, NULL}, {"mpi", run_mpi, &s, NULL}};
+            bench_result_t r[3];
+            int nv = have_mpi ? 2 : 1;
+            const int ifl = nv; /* --floor: its result's index */
+            if (o.floor) {
+                fl.bytes = bytes;
+                v[nv++] = (bench_variant_t){"floor", bench_floor_run, &fl, NULL};
+            }
             bench_timing_t tm = bench_timing_for(&o, bytes);
-            if (bench_run_interleaved(&b, &tm, v, have_mpi ? 2 : 1, r) != 0) {
+            if (bench_run_interleaved(&b, &tm, v, nv, r) != 0) {
                 bench_error(&b, "size %zu failed", bytes);
                 rc = 1;
                 break;
@@ -369,13 +396,23 @@ int main(int argc, char **argv)
             double walg, wbus, malg, mbus;
             bench_busbw(WEFT_COLL_ALLREDUCE, bytes, b.size, wus, &walg, &wbus);
             bench_busbw(WEFT_COLL_ALLREDUCE, bytes, b.size, mus, &malg, &mbus);
+            /* --floor: two more columns before the algorithm, two at the CSV's end */
+            char ftab[40] = "", fcsv[48] = "";
+            if (o.floor) {
+                double fus = r[ifl].median_us, fratio = fus > 0 ? wus / fus : NAN;
+                snprintf(ftab, sizeof ftab, "%18.2f%12.2f", fus, fratio);
+                snprintf(fcsv, sizeof fcsv, ",%.3f,%.4f", fus, fratio);
+            }
             if (have_mpi) {
-                bench_printf(&b, "%-10zu%18.2f%18.2f%12.2f  %s\n", bytes, wus, mus, ratio, aname);
-                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s,%.6g,%.6g,%.6g,%.6g", bytes, wus, mus,
-                              ratio, aname, walg, wbus, malg, mbus);
+                bench_printf(&b, "%-10zu%18.2f%18.2f%12.2f%s  %s\n", bytes, wus, mus, ratio, ftab,
+                             aname);
+                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s,%.6g,%.6g,%.6g,%.6g%s", bytes, wus, mus,
+                              ratio, aname, walg, wbus, malg, mbus, fcsv);
             } else {
-                bench_printf(&b, "%-10zu%18.2f%18s%12s  %s\n", bytes, wus, "n/a", "n/a", aname);
-                bench_csv_row(&csv, "%zu,%.3f,,,%s,%.6g,%.6g,,", bytes, wus, aname, walg, wbus);
+                bench_printf(&b, "%-10zu%18.2f%18s%12s%s  %s\n", bytes, wus, "n/a", "n/a", ftab,
+                             aname);
+                bench_csv_row(&csv, "%zu,%.3f,,,%s,%.6g,%.6g,,%s", bytes, wus, aname, walg, wbus,
+                              fcsv);
             }
             bench_progress(&b, "weft_osu_allreduce: %zu bytes done", bytes);
         }
@@ -390,5 +427,6 @@ out_free:
     device_teardown(&s);
     free(s.msend);
     free(s.mrecv);
+    bench_floor_free(&fl);
     return bench_finalize(&b, rc);
 }

@@ -14,6 +14,11 @@
  *
  * Output per size, as weft_osu_allreduce: Weft median, MPI median, ratio,
  * the algorithm Weft chose; CSV columns size_bytes,weft_us,mpi_us,ratio,algorithm.
+ * --floor adds the memory floor of the call (bench_common.h), timed in the
+ * same rounds: reduce_scatter and reduce add two vectors of the call's input
+ * (reduce_scatter: all p blocks), allgather, bcast and alltoall copy the
+ * call's output (allgather, alltoall: p blocks); gather, scatter and barrier
+ * have none (a usage error).
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,20 +35,28 @@ typedef struct coll_desc {
     int send_blocks;   /* send buffer blocks (p = size) */
     int recv_blocks;
     const char *osu;   /* OSU OMB 7's title of its benchmark of this collective */
+    bench_floor_kind_t floor; /* --floor: ADD over the input, COPY of the output, NONE */
+    int floor_blocks;  /* the blocks of `count` elements the floor covers (ONE or P) */
 } coll_desc_t;
 
 enum { ONE = 1, P = -1 };
 static const coll_desc_t colls[] = {
     {"reduce_scatter", WEFT_COLL_REDUCE_SCATTER, "WEFT_REDUCE_SCATTER_ALGO", P, ONE,
-     "OSU MPI Reduce_scatter Latency Test"},
-    {"allgather", WEFT_COLL_ALLGATHER, "WEFT_ALLGATHER_ALGO", ONE, P, "OSU MPI Allgather Latency Test"},
-    {"bcast", WEFT_COLL_BCAST, "WEFT_BCAST_ALGO", ONE, ONE, "OSU MPI Broadcast Latency Test"},
-    {"reduce", WEFT_COLL_REDUCE, "WEFT_REDUCE_ALGO", ONE, ONE, "OSU MPI Reduce Latency Test"},
+     "OSU MPI Reduce_scatter Latency Test", BENCH_FLOOR_ADD, P},
+    {"allgather", WEFT_COLL_ALLGATHER, "WEFT_ALLGATHER_ALGO", ONE, P, "OSU MPI Allgather Latency Test",
+     BENCH_FLOOR_COPY, P},
+    {"bcast", WEFT_COLL_BCAST, "WEFT_BCAST_ALGO", ONE, ONE, "OSU MPI Broadcast Latency Test",
+     BENCH_FLOOR_COPY, ONE},
+    {"reduce", WEFT_COLL_REDUCE, "WEFT_REDUCE_ALGO", ONE, ONE, "OSU MPI Reduce Latency Test",
+     BENCH_FLOOR_ADD, ONE},
     {"alltoall", WEFT_COLL_ALLTOALL, "WEFT_ALLTOALL_ALGO", P, P,
-     "OSU MPI All-to-All Personalized Exchange Latency Test"},
-    {"gather", WEFT_COLL_GATHER, "WEFT_GATHER_ALGO", ONE, P, "OSU MPI Gather Latency Test"},
-    {"scatter", WEFT_COLL_SCATTER, "WEFT_SCATTER_ALGO", P, ONE, "OSU MPI Scatter Latency Test"},
-    {"barrier", WEFT_COLL_BARRIER, "WEFT_BARRIER_ALGO", ONE, ONE, "OSU MPI Barrier Latency Test"},
+     "OSU MPI All-to-All Personalized Exchange Latency Test", BENCH_FLOOR_COPY, P},
+    {"gather", WEFT_COLL_GATHER, "WEFT_GATHER_ALGO", ONE, P, "OSU MPI Gather Latency Test",
+     BENCH_FLOOR_NONE, ONE},
+    {"scatter", WEFT_COLL_SCATTER, "WEFT_SCATTER_ALGO", P, ONE, "OSU MPI Scatter Latency Test",
+     BENCH_FLOOR_NONE, ONE},
+    {"barrier", WEFT_COLL_BARRIER, "WEFT_BARRIER_ALGO", ONE, ONE, "OSU MPI Barrier Latency Test",
+     BENCH_FLOOR_NONE, ONE},
 };
 #define NCOLLS (sizeof colls / sizeof colls[0])
 
@@ -310,7 +323,15 @@ int main(int argc, char **argv)
                          .extra = extra_opt,
                          .extra_ud = &e,
                          .osu = 1,
-                         .shorts = shorts};
+                         .shorts = shorts,
+                         .floor = "                       reduce_scatter: c[i] = a[i] + b[i] in the datatype (-T)\n"
+                                  "                       over the call's input, p blocks (p x Size bytes);\n"
+                                  "                       reduce: the same over the Size-byte vector; a plain\n"
+                                  "                       loop the compiler vectorises (float16/bfloat16: a\n"
+                                  "                       byte copy of those bytes instead);\n"
+                                  "                       allgather, alltoall: memcpy of the call's output, p\n"
+                                  "                       blocks (p x Size bytes); bcast: memcpy of Size bytes;\n"
+                                  "                       gather, scatter, barrier: none (usage error)\n"};
     rc = bench_parse(&b, argc, argv, &spec, &o);
     if (rc != BENCH_PARSE_OK) return bench_finalize(&b, rc);
     if (e.c == NULL || e.root >= b.size) {
@@ -321,6 +342,12 @@ int main(int argc, char **argv)
         return bench_finalize(&b, BENCH_PARSE_USAGE);
     }
     if (bench_apply_algo(&b, &o, e.c->coll) != 0) return bench_finalize(&b, BENCH_PARSE_USAGE);
+    if (o.floor && e.c->floor == BENCH_FLOOR_NONE) {
+        if (b.rank == 0)
+            weft_cli_usage_error(spec.prog, "--floor: %s has no memory floor (reduce_scatter, "
+                                 "reduce, allgather, bcast and alltoall have one)", e.c->name);
+        return bench_finalize(&b, BENCH_PARSE_USAGE);
+    }
     if ((o.validate && e.c->coll == WEFT_COLL_BARRIER) ||
         (o.osu == BENCH_OSU_MPI && bench_mpi_dtype(o.dtype) == MPI_DATATYPE_NULL)) {
         if (b.rank == 0)
@@ -331,6 +358,7 @@ int main(int argc, char **argv)
     }
 
     state_t s = {.b = &b, .c = e.c, .root = e.root, .dt = o.dtype, .mdt = bench_mpi_dtype(o.dtype)};
+    bench_floor_t fl = {0};
     const size_t esz = weft_datatype_size(o.dtype);
     const int have_mpi = s.mdt != MPI_DATATYPE_NULL;
     int is_barrier = e.c->coll == WEFT_COLL_BARRIER;
@@ -353,12 +381,21 @@ int main(int argc, char **argv)
     }
     bench_fill(s.wsend, sb / esz, o.dtype, b.rank);
     bench_fill(s.msend, sb / esz, o.dtype, b.rank);
+    /* --floor: its buffers, for the floor's bytes at the largest size */
+    const size_t fblocks = blocks(e.c->floor_blocks, b.size);
+    if (o.floor && bench_floor_init(&b, &fl, e.c->floor, o.dtype, maxcount * esz * fblocks) != 0) {
+        rc = 1;
+        goto out_free;
+    }
 
     bench_csv_t csv;
     if (bench_csv_open(&b, &csv, o.csv_path,
                        o.osu ? "size_bytes,avg_us,min_us,max_us,iterations,errors,algbw_GBps,busbw_GBps"
-                             : "size_bytes,weft_us,mpi_us,ratio,algorithm,weft_algbw_GBps,"
-                               "weft_busbw_GBps,mpi_algbw_GBps,mpi_busbw_GBps") != 0) {
+                       : o.floor ? "size_bytes,weft_us,mpi_us,ratio,algorithm,weft_algbw_GBps,"
+                                   "weft_busbw_GBps,mpi_algbw_GBps,mpi_busbw_GBps,floor_us,"
+                                   "weft_floor_ratio"
+                                 : "size_bytes,weft_us,mpi_us,ratio,algorithm,weft_algbw_GBps,"
+                                   "weft_busbw_GBps,mpi_algbw_GBps,mpi_busbw_GBps") != 0) {
         rc = 1;
         goto out_free;
     }
@@ -372,8 +409,19 @@ int main(int argc, char **argv)
     bench_print_header(&b, &o, title, e.c->env);
     if (!have_mpi)
         bench_printf(&b, "# MPI has no %s datatype: no MPI baseline\n", weft_datatype_name(o.dtype));
-    bench_printf(&b, "%-10s%18s%18s%12s  %s\n", "# Size", "Avg Latency(us)", "MPI Latency(us)",
-                 "Weft/MPI", "Algorithm");
+    if (o.floor) {
+        bench_floor_header(&b, &fl,
+                           e.c->floor == BENCH_FLOOR_ADD
+                               ? (e.c->floor_blocks == P ? "the call's input, p blocks (p x Size bytes)"
+                                              : "the call's input, the Size-byte vector")
+                               : (e.c->floor_blocks == P ? "the call's output, p blocks (p x Size bytes)"
+                                              : "the call's output, Size bytes"));
+        bench_printf(&b, "%-10s%18s%18s%12s%18s%12s  %s\n", "# Size", "Avg Latency(us)",
+                     "MPI Latency(us)", "Weft/MPI", "Floor(us)", "Weft/Floor", "Algorithm");
+    } else {
+        bench_printf(&b, "%-10s%18s%18s%12s  %s\n", "# Size", "Avg Latency(us)",
+                     "MPI Latency(us)", "Weft/MPI", "Algorithm");
+    }
 
     rc = 0;
     for (size_t bytes = is_barrier ? 0 : o.min_bytes; is_barrier || bytes <= o.max_bytes; bytes *= 2) {
@@ -382,10 +430,16 @@ int main(int argc, char **argv)
             weft_algo_t algo = WEFT_ALGO_AUTO;
             weft_status_t st = weft_query_algo(b.comm, e.c->coll, s.count, o.dtype, &algo);
             const char *aname = st == WEFT_SUCCESS && weft_algo_name(algo) ? weft_algo_name(algo) : "?";
-            bench_variant_t v[2] = {{"weft", run_weft, &s, NULL}, {"mpi", run_mpi, &s, NULL}};
-            bench_result_t r[2];
+            bench_variant_t v[3] = {{"weft", run_weft, &s, NULL}, {"mpi", run_mpi, &s, NULL}};
+            bench_result_t r[3];
+            int nv = have_mpi ? 2 : 1;
+            const int ifl = nv; /* --floor: its result's index */
+            if (o.floor) {
+                fl.bytes = bytes * fblocks;
+                v[nv++] = (bench_variant_t){"floor", bench_floor_run, &fl, NULL};
+            }
             bench_timing_t tm = bench_timing_for(&o, bytes ? bytes : 1);
-            if (bench_run_interleaved(&b, &tm, v, have_mpi ? 2 : 1, r) != 0) {
+            if (bench_run_interleaved(&b, &tm, v, nv, r) != 0) {
                 bench_error(&b, "size %zu failed", bytes);
                 rc = 1;
                 break;
@@ -397,15 +451,24 @@ int main(int argc, char **argv)
             size_t total = total_bytes(e.c, bytes, b.size, 0);
             bench_busbw(e.c->coll, total, b.size, wus, &walg, &wbus);
             bench_busbw(e.c->coll, total, b.size, mus, &malg, &mbus);
+            /* --floor: two more columns before the algorithm, two at the CSV's end */
+            char ftab[40] = "", fcsv[48] = "";
+            if (o.floor) {
+                double fus = r[ifl].median_us, fratio = fus > 0 ? wus / fus : NAN;
+                snprintf(ftab, sizeof ftab, "%18.2f%12.2f", fus, fratio);
+                snprintf(fcsv, sizeof fcsv, ",%.3f,%.4f", fus, fratio);
+            }
             if (have_mpi) {
-                bench_printf(&b, "%-10zu%18.2f%18.2f%12.2f  %s\n", bytes, wus, mus, ratio, aname);
-                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s,%s,%s,%s,%s", bytes, wus, mus, ratio, aname,
-                              bw_text(t[0], 32, walg), bw_text(t[1], 32, wbus),
-                              bw_text(t[2], 32, malg), bw_text(t[3], 32, mbus));
+                bench_printf(&b, "%-10zu%18.2f%18.2f%12.2f%s  %s\n", bytes, wus, mus, ratio, ftab,
+                             aname);
+                bench_csv_row(&csv, "%zu,%.3f,%.3f,%.4f,%s,%s,%s,%s,%s%s", bytes, wus, mus, ratio,
+                              aname, bw_text(t[0], 32, walg), bw_text(t[1], 32, wbus),
+                              bw_text(t[2], 32, malg), bw_text(t[3], 32, mbus), fcsv);
             } else {
-                bench_printf(&b, "%-10zu%18.2f%18s%12s  %s\n", bytes, wus, "n/a", "n/a", aname);
-                bench_csv_row(&csv, "%zu,%.3f,,,%s,%s,%s,,", bytes, wus, aname,
-                              bw_text(t[0], 32, walg), bw_text(t[1], 32, wbus));
+                bench_printf(&b, "%-10zu%18.2f%18s%12s%s  %s\n", bytes, wus, "n/a", "n/a", ftab,
+                             aname);
+                bench_csv_row(&csv, "%zu,%.3f,,,%s,%s,%s,,%s", bytes, wus, aname,
+                              bw_text(t[0], 32, walg), bw_text(t[1], 32, wbus), fcsv);
             }
             bench_progress(&b, "weft_osu_%s: %zu bytes done", e.c->name, bytes);
         }
@@ -418,5 +481,6 @@ out_free:
     free(s.wrecv);
     free(s.msend);
     free(s.mrecv);
+    bench_floor_free(&fl);
     return bench_finalize(&b, rc);
 }
