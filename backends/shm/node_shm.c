@@ -69,13 +69,16 @@ struct weft__node {
      * thread); an older value only makes the sleep end at once. */
     _Atomic uint32_t bell_seen;
     _Atomic int armed;
+    int users;           /* idle waits sleeping on its doorbell (under idle_mu) */
     struct weft__node *next_open; /* the process's open nodes (idle wait) */
 };
 
 /* ---- the idle wait (weft__progress_idle_set): one per process ------------------ */
-/* Sleep on the doorbell of the node whose operation waited last. The mutex
- * keeps weft__node_close from unmapping a node while a wait holds its
- * doorbell (the wait is short: the backoff's sleep). */
+/* Sleep on the doorbell of the node whose operation waited last. Several
+ * threads may sleep at once (a caller in its wait, the engine in its
+ * backoff); `users` counts them, under idle_mu, so that weft__node_close
+ * does not unmap a node while a sleeper holds its doorbell (a sleep is
+ * short: the backoff's). */
 static pthread_mutex_t idle_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(weft__node_t *) last_waiter; /* the node whose wait found nothing: engine side */
 static int idle_registered;      /* under idle_mu */
@@ -83,21 +86,28 @@ static int idle_registered;      /* under idle_mu */
 static bool idle_wait(void *arg, long timeout_ns)
 {
     WEFT__UNUSED(arg);
-    bool waited = false;
     if (pthread_mutex_lock(&idle_mu) != 0) return false;
     weft__node_t *n = atomic_load_explicit(&last_waiter, memory_order_acquire);
     /* only after a wait found a peer behind (else: not waiting on the node) */
-    if (n != NULL && atomic_exchange_explicit(&n->armed, 0, memory_order_acq_rel)) {
-        slot_t *me = &n->seg->slot[n->rank];
-        /* seq_cst: pairs with the publisher's add to bell and load of sleeping */
-        atomic_store_explicit(&me->sleeping, 1, memory_order_seq_cst);
-        weft__futex_wait_shared(&me->bell, atomic_load_explicit(&n->bell_seen, memory_order_relaxed),
-                                timeout_ns);
-        atomic_store_explicit(&me->sleeping, 0, memory_order_relaxed);
-        waited = true;
+    if (n == NULL || !atomic_load_explicit(&n->armed, memory_order_acquire)) {
+        pthread_mutex_unlock(&idle_mu);
+        return false;
     }
+    n->users++;
     pthread_mutex_unlock(&idle_mu);
-    return waited;
+    slot_t *me = &n->seg->slot[n->rank];
+    /* seq_cst: pairs with the publisher's add to bell and load of sleeping */
+    atomic_fetch_add_explicit(&me->sleeping, 1, memory_order_seq_cst);
+    weft__futex_wait_shared(&me->bell, atomic_load_explicit(&n->bell_seen, memory_order_relaxed),
+                            timeout_ns);
+    atomic_fetch_sub_explicit(&me->sleeping, 1, memory_order_relaxed);
+    /* the next wait that finds a peer behind takes a fresh sample */
+    atomic_store_explicit(&n->armed, 0, memory_order_relaxed);
+    if (pthread_mutex_lock(&idle_mu) == 0) {
+        n->users--;
+        pthread_mutex_unlock(&idle_mu);
+    }
+    return true;
 }
 
 /* ---- opening ------------------------------------------------------------------ */
@@ -322,6 +332,11 @@ void weft__node_close(weft__node_t **node)
     if (pthread_mutex_lock(&idle_mu) == 0) {
         weft__node_t *expect = n;
         atomic_compare_exchange_strong(&last_waiter, &expect, NULL);
+        while (n->users > 0) { /* a sleeper still holds the doorbell: its sleep ends soon */
+            pthread_mutex_unlock(&idle_mu);
+            sched_yield();
+            if (pthread_mutex_lock(&idle_mu) != 0) break;
+        }
         pthread_mutex_unlock(&idle_mu);
     }
     if (n->seg != NULL && munmap(n->seg, n->seg_bytes) != 0)
