@@ -20,9 +20,11 @@
 
 #include "bench_common.h"
 
-static const weft_algo_t candidates[] = {WEFT_ALGO_RING, WEFT_ALGO_RECURSIVE_DOUBLING,
-                                         WEFT_ALGO_RABENSEIFNER, WEFT_ALGO_TREE, WEFT_ALGO_MPI};
-#define N_CAND ((int)(sizeof candidates / sizeof candidates[0]))
+/* Candidates: every algorithm of the library's table that allreduce accepts
+ * (weft_comm_set_algo) and that can run on this communicator (weft_query_algo
+ * answers it: the shared-memory path needs one node, hierarchical several,
+ * NCCL device buffers). */
+#define N_CAND ((int)WEFT_ALGO_COUNT)
 #define MAX_SIZES 64
 
 typedef struct algo_run {
@@ -104,7 +106,8 @@ int main(int argc, char **argv)
     bench_fill(send, maxcount, o.dtype, b.rank);
 
     /* One communicator per algorithm Weft accepts for allreduce. */
-    for (int i = 0; i < N_CAND; i++) {
+    for (int i = WEFT_ALGO_AUTO + 1; i < N_CAND; i++) {
+        const weft_algo_t cand = (weft_algo_t)i;
         weft_comm_t c = NULL;
         weft_status_t st = weft_comm_create(MPI_COMM_WORLD, NULL, &c);
         if (st != WEFT_SUCCESS) {
@@ -112,16 +115,24 @@ int main(int argc, char **argv)
             rc = 1;
             goto out;
         }
-        st = weft_comm_set_algo(c, WEFT_COLL_ALLREDUCE, candidates[i]);
-        int accepted = st == WEFT_SUCCESS, all = 0;
-        if (MPI_Allreduce(&accepted, &all, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS) all = 0;
-        if (!all) {
-            bench_printf(&b, "# %s: not available (%s), skipped\n", weft_algo_name(candidates[i]),
-                         weft_status_name(st));
+        st = weft_comm_set_algo(c, WEFT_COLL_ALLREDUCE, cand);
+        if (st == WEFT_ERR_ALGORITHM) { /* serves other collectives only */
             weft_comm_destroy(c);
             continue;
         }
-        runs[nalgo++] = (algo_run_t){&b, c, candidates[i], send, recv, 0, o.dtype};
+        weft_algo_t runs_as = WEFT_ALGO_AUTO;
+        if (st == WEFT_SUCCESS)
+            st = weft_query_algo(c, WEFT_COLL_ALLREDUCE, maxcount, o.dtype, &runs_as);
+        int accepted = st == WEFT_SUCCESS && runs_as == cand, all = 0;
+        if (MPI_Allreduce(&accepted, &all, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS) all = 0;
+        if (!all) {
+            bench_printf(&b, "# %s: %s, skipped\n", weft_algo_name(cand),
+                         st != WEFT_SUCCESS ? weft_status_name(st)
+                                            : "cannot run on this communicator");
+            weft_comm_destroy(c);
+            continue;
+        }
+        runs[nalgo++] = (algo_run_t){&b, c, cand, send, recv, 0, o.dtype};
     }
     if (nalgo == 0) {
         bench_error(&b, "no allreduce algorithm available");

@@ -80,7 +80,8 @@ made here, 2 on a usage error.
   -V, --version  the version
 
 By default Weft's UCX context uses TCP over the veths between nodes
-(WEFT_UCX_TLS=tcp,self WEFT_UCX_NET_DEVICES=wf0 unless set); the
+(WEFT_UCX_TLS=tcp,self WEFT_UCX_NET_DEVICES=wf0 WEFT_UCX_RNDV_THRESH=inf
+unless set: UCX's rendezvous over TCP stalls here); the
 environment passes to every rank (-genvall). Example:
   scripts/multinode.sh --nodes 2 --ppn 2 -- build/benchmarks/weft_osu_allreduce -a ring -m 1M:16M
 EOF
@@ -253,6 +254,10 @@ else
   export WEFT_UCX_TLS=${WEFT_UCX_TLS:-tcp,self}
   export WEFT_UCX_NET_DEVICES=${WEFT_UCX_NET_DEVICES:-wf0}
 fi
+# UCX 1.13's rendezvous over TCP stalls about 40 ms per large message here
+# (a 1 MiB ring allreduce on 2 x 2: 108 ms; eager only: 13 ms): Weft's
+# context sends eagerly unless told otherwise.
+export WEFT_UCX_RNDV_THRESH=${WEFT_UCX_RNDV_THRESH:-inf}
 ns_flags=(--uts)
 [ "$MULTINODE_IPC" = 1 ] && ns_flags+=(--ipc)
 
