@@ -49,7 +49,9 @@ typedef struct weft__node_cost {
  * ctl's): map a segment that no file name holds (a memfd that the peers open
  * through /proc, so nothing is left in /dev/shm even when a rank is killed),
  * check that every rank can read every peer's memory, and measure the
- * path's cost. *out is NULL (WEFT_SUCCESS, the reason logged at debug
+ * path's cost into *cost unless cost->alpha > 0 on entry (the caller's
+ * figures stand: a tuning file's, or fixed ones for reproducible
+ * selection). *out is NULL (WEFT_SUCCESS, the reason logged at debug
  * level) when the path cannot be used on some rank: the ranks agree. `id`
  * names the communicator in logs. Collective over ctl; caller thread of
  * communicator creation.

@@ -306,7 +306,7 @@ weft_status_t weft__node_open(struct weft__ctl *ctl, int id, weft__node_t **out,
         st = WEFT_ERR_INTERNAL;
         goto fail;
     }
-    WEFT__CHECK_GOTO(measure(ctl, n, cost), st, fail);
+    if (cost->alpha <= 0) WEFT__CHECK_GOTO(measure(ctl, n, cost), st, fail);
     WEFT__CHECK_GOTO(weft__ctl_barrier(ctl, NULL, NULL), st, fail);
     if (pthread_mutex_lock(&idle_mu) == 0) {
         if (!idle_registered) weft__progress_idle_set(idle_wait, NULL);
