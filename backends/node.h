@@ -91,6 +91,14 @@ bool weft__node_all_reached(weft__node_t *n, uint64_t seq, uint32_t stage);
 void weft__node_peer_bufs(const weft__node_t *n, int peer, uint64_t *sbuf, uint64_t *rbuf);
 /** Peer's inline area for seq (this rank's own for peer == rank: to fill before posting). */
 void *weft__node_inline(weft__node_t *n, int peer, uint64_t seq);
+/** Bytes of one rank's block in one round of a staged operation: a rank's
+ * staging area holds two rounds' inputs (p blocks each) and two rounds'
+ * results (one block each). */
+#define WEFT__NODE_STAGE_CHUNK (128u * 1024u)
+/** Peer's staging area for round parity `half` (0 or 1): its input area
+ * (p x WEFT__NODE_STAGE_CHUNK bytes) or, with result, its result area
+ * (WEFT__NODE_STAGE_CHUNK bytes). Any thread. */
+void *weft__node_stage(weft__node_t *n, int peer, int half, int result);
 /** May this rank write its inline area for seq (every peer posted seq - 1,
  * so it finished reading the area's previous contents, of seq - 2)? */
 bool weft__node_inline_free(weft__node_t *n, uint64_t seq);

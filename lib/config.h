@@ -30,6 +30,7 @@ typedef struct weft__config {
     int node_ranks;                          /* WEFT_NODE_RANKS: test nodes of k ranks (0: real) */
     int shm;                                 /* WEFT_SHM: the node's shared-memory path */
     size_t shm_chunk;                        /* WEFT_SHM_CHUNK bytes */
+    int shm_copy;                            /* WEFT_SHM_COPY: staged allreduce */
     int spin;                                /* WEFT_SPIN: empty passes before yielding */
     int max_sleep_us;                        /* WEFT_MAX_SLEEP_US: oversubscribed backoff cap */
     int measure;                             /* WEFT_MEASURE: measure alpha/beta at comm create */

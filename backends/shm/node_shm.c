@@ -58,6 +58,8 @@ typedef struct segment {
 struct weft__node {
     segment_t *seg;
     size_t seg_bytes;
+    size_t slots_bytes;  /* the header and the slots; the staging areas follow */
+    size_t stage_bytes;  /* one rank's staging area */
     int rank, size, id;
     pid_t *pid;          /* peers' process ids */
     uint64_t next_seq;   /* engine side: the last number handed out */
@@ -272,7 +274,9 @@ weft_status_t weft__node_open(struct weft__ctl *ctl, int id, weft__node_t **out,
         n->rank = weft__ctl_rank(ctl);
         n->size = size;
         n->id = id;
-        n->seg_bytes = sizeof(segment_t) + (size_t)size * sizeof(slot_t);
+        n->slots_bytes = sizeof(segment_t) + (size_t)size * sizeof(slot_t);
+        n->stage_bytes = 2 * ((size_t)size + 1) * WEFT__NODE_STAGE_CHUNK;
+        n->seg_bytes = n->slots_bytes + (size_t)size * n->stage_bytes;
         n->pid = calloc((size_t)size, sizeof(pid_t));
         ok = n->pid != NULL;
     }
@@ -409,6 +413,14 @@ void weft__node_peer_bufs(const weft__node_t *n, int peer, uint64_t *sbuf, uint6
     const slot_t *s = &n->seg->slot[peer];
     *sbuf = s->sbuf;
     *rbuf = s->rbuf;
+}
+
+void *weft__node_stage(weft__node_t *n, int peer, int half, int result)
+{
+    unsigned char *base = (unsigned char *)n->seg + n->slots_bytes + (size_t)peer * n->stage_bytes;
+    const size_t in_bytes = (size_t)n->size * WEFT__NODE_STAGE_CHUNK;
+    if (result) return base + 2 * in_bytes + (size_t)half * WEFT__NODE_STAGE_CHUNK;
+    return base + (size_t)half * in_bytes;
 }
 
 void *weft__node_inline(weft__node_t *n, int peer, uint64_t seq)

@@ -16,6 +16,8 @@ typedef struct shm_state {
     size_t chunk;       /* bytes per chunk (a multiple of the element size) */
     size_t ci;          /* work cursor: chunk index within the current block */
     int pi;             /* gather cursor: peers done (1 .. p-1) */
+    int staged;         /* allreduce through the staging areas (WEFT_SHM_COPY) */
+    int sub;            /* staged: the round's part (0 copy in, 1 reduce, 2 copy out) */
     unsigned char *ta, *tb, *tmine; /* chunk scratch (op->tmp) */
     unsigned char *acc; /* reduce_scatter in place: the result, copied out at the end */
 } shm_state_t;
@@ -51,6 +53,8 @@ weft_status_t weft__shm_start(weft__op_t *op)
     s->small = contribution(op) <= WEFT__NODE_INLINE;
     s->phase = PH_TURN;
     if (op->bytes == 0 || s->small) return WEFT_INPROGRESS;
+    s->staged = op->kind == WEFT__OP_ALLREDUCE && weft__cfg.shm_copy;
+    if (s->staged) return WEFT_INPROGRESS; /* no scratch: the staging areas */
     const size_t es = op->bytes / op->count;
     size_t chunk = weft__cfg.shm_chunk / es * es;
     if (chunk < es) chunk = es;
@@ -306,6 +310,110 @@ static weft_status_t large_step(weft__op_t *op)
     }
 }
 
+/* ---- staged allreduce (WEFT_SHM_COPY): copies through the segment -------------- */
+/*
+ * Rounds of p blocks of up to WEFT__NODE_STAGE_CHUNK bytes. In round t, rank
+ * r (a) copies the blocks of its input that its peers reduce into its input
+ * area of parity t & 1 and publishes IN(t); (b) once every peer published
+ * IN(t), reduces block r over every rank in rank order (its own block from
+ * its input, the others' from their input areas) into its result area and
+ * its output, and publishes RED(t); (c) copies every peer's result area into
+ * its output as the peer publishes RED(t), and publishes GOT(t). An area of
+ * parity t & 1 is written again in round t + 2 only once every peer
+ * published RED(t) (inputs read) or GOT(t) (results read); the operation
+ * ends once every peer published GOT of the last round, so the next one
+ * finds the areas free. No page of another process is pinned: every copy
+ * is a plain memcpy within the segment.
+ */
+#define ST_IN(t) (2u + 3u * (uint32_t)(t))
+#define ST_RED(t) (3u + 3u * (uint32_t)(t))
+#define ST_GOT(t) (4u + 3u * (uint32_t)(t))
+
+static size_t staged_per(const weft__op_t *op) /* elements of a block in a full round */
+{
+    const size_t es = op->bytes / op->count;
+    return WEFT__NODE_STAGE_CHUNK / es;
+}
+
+static size_t staged_rounds(const weft__op_t *op)
+{
+    const size_t full = staged_per(op) * (size_t)op->comm->size;
+    return (op->count + full - 1) / full;
+}
+
+/* Byte range of block q of round t, and the round's first byte. */
+static void round_block(const weft__op_t *op, size_t t, int q, size_t *lo, size_t *hi,
+                        size_t *base)
+{
+    const size_t es = op->bytes / op->count, p = (size_t)op->comm->size;
+    const size_t full = staged_per(op) * p, first = t * full;
+    size_t cnt = op->count - first;
+    if (cnt > full) cnt = full;
+    *base = first * es;
+    *lo = (first + cnt * (size_t)q / p) * es;
+    *hi = (first + cnt * (size_t)(q + 1) / p) * es;
+}
+
+static weft_status_t staged_step(weft__op_t *op)
+{
+    shm_state_t *s = S(op);
+    weft__node_t *n = N(op);
+    const int p = op->comm->size, r = op->comm->rank;
+    const size_t nr = staged_rounds(op), es = op->bytes / op->count;
+    const unsigned char *in = op->sendbuf;
+    unsigned char *out = op->recvbuf;
+    size_t lo, hi, base;
+    for (; s->ci < nr; s->ci++, s->sub = 0, s->pi = 0) {
+        const size_t t = s->ci;
+        const int half = (int)(t & 1);
+        if (s->sub == 0) { /* copy in the blocks the peers reduce */
+            if (t >= 2 && !weft__node_all_reached(n, s->seq, ST_RED(t - 2))) return WEFT_INPROGRESS;
+            unsigned char *mine = weft__node_stage(n, r, half, 0);
+            for (int q = 0; q < p; q++) {
+                if (q == r) continue;
+                round_block(op, t, q, &lo, &hi, &base);
+                memcpy(mine + (lo - base), in + lo, hi - lo);
+            }
+            weft__node_publish(n, s->seq, ST_IN(t));
+            s->sub = 1;
+            weft__engine_events++;
+        }
+        if (s->sub == 1) { /* reduce this rank's block */
+            if (!weft__node_all_reached(n, s->seq, ST_IN(t))) return WEFT_INPROGRESS;
+            if (t >= 2 && !weft__node_all_reached(n, s->seq, ST_GOT(t - 2))) return WEFT_INPROGRESS;
+            round_block(op, t, r, &lo, &hi, &base);
+            unsigned char *res = weft__node_stage(n, r, half, 1);
+            const unsigned char *src[2];
+            for (int q = 0; q < 2; q++)
+                src[q] = q == r ? in + lo
+                                : (const unsigned char *)weft__node_stage(n, q, half, 0) + (lo - base);
+            const size_t cnt = (hi - lo) / es;
+            if (cnt > 0) {
+                weft__reduce3(res, src[0], src[1], cnt, op->dtype, op->rop);
+                for (int q = 2; q < p; q++)
+                    weft__reduce(res, q == r ? in + lo
+                                             : (const unsigned char *)weft__node_stage(n, q, half, 0) +
+                                                   (lo - base),
+                                 cnt, op->dtype, op->rop);
+                memcpy(out + lo, res, hi - lo); /* in place: block r's input was read above */
+            }
+            weft__node_publish(n, s->seq, ST_RED(t));
+            s->sub = 2;
+            s->pi = 1;
+            weft__engine_events++;
+        }
+        for (; s->pi < p; s->pi++) { /* copy out the peers' blocks */
+            const int q = (r + s->pi) % p;
+            if (!weft__node_reached(n, q, s->seq, ST_RED(t))) return WEFT_INPROGRESS;
+            round_block(op, t, q, &lo, &hi, &base);
+            memcpy(out + lo, weft__node_stage(n, q, half, 1), hi - lo);
+        }
+        weft__node_publish(n, s->seq, ST_GOT(t));
+    }
+    if (nr > 0 && !weft__node_all_reached(n, s->seq, ST_GOT(nr - 1))) return WEFT_INPROGRESS;
+    return WEFT_SUCCESS;
+}
+
 weft_status_t weft__shm_step(weft__op_t *op)
 {
     shm_state_t *s = S(op);
@@ -323,7 +431,18 @@ weft_status_t weft__shm_step(weft__op_t *op)
     const int phase = s->phase;
     const size_t ci = s->ci;
     const int pi = s->pi;
-    weft_status_t st = s->small ? small_step(op) : large_step(op);
+    weft_status_t st;
+    if (s->small) {
+        st = small_step(op);
+    } else if (s->staged) {
+        if (s->phase == PH_INLINE) {
+            weft__node_post(n, s->seq, op->sendbuf, op->recvbuf);
+            s->phase = PH_WORK;
+        }
+        st = staged_step(op);
+    } else {
+        st = large_step(op);
+    }
     if (st == WEFT_INPROGRESS && (phase != s->phase || ci != s->ci || pi != s->pi))
         weft__engine_events++; /* progress the status does not show */
     if (st == WEFT_SUCCESS) {
