@@ -433,29 +433,48 @@ long mt_env_long(const char *name, long dflt)
     return (end && *end == '\0') ? v : dflt;
 }
 
+/* The nodes as the library should see them, found with MPI alone: groups of
+ * WEFT_NODE_RANKS consecutive ranks, or the shared-memory nodes. Collective
+ * on the first call; cached. */
+static void mt_nodes(mt_ctx_t *t, int *nnodes_out, int *uniform_out)
+{
+    static int nnodes = -1, uniform = 0;
+    if (nnodes < 0) {
+        long k = mt_env_long("WEFT_NODE_RANKS", 0);
+        MPI_Comm node = MPI_COMM_NULL;
+        int rc = k > 0 ? MPI_Comm_split(MPI_COMM_WORLD, (int)(t->rank / k), t->rank, &node)
+                       : MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t->rank,
+                                             MPI_INFO_NULL, &node);
+        int lr = 0, ls = 0, lead, n = 0, lmin = 0, lmax = 0;
+        if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(node, &lr);
+        if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, &ls);
+        lead = lr == 0;
+        if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&lead, &n, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+        if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&ls, &lmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&ls, &lmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (node != MPI_COMM_NULL && MPI_Comm_free(&node) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
+        if (rc != MPI_SUCCESS) {
+            mt_error(t, "mt_nodes: an MPI call failed (%d)", rc);
+            n = 0;
+        }
+        nnodes = n;
+        uniform = lmin == lmax;
+    }
+    *nnodes_out = nnodes;
+    *uniform_out = uniform;
+}
+
 int mt_hier_runs(mt_ctx_t *t)
 {
-    static int cached = -1;
-    if (cached >= 0) return cached;
-    /* The nodes as the library should see them, found with MPI alone: groups
-     * of WEFT_NODE_RANKS consecutive ranks, or the shared-memory nodes. */
-    long k = mt_env_long("WEFT_NODE_RANKS", 0);
-    MPI_Comm node = MPI_COMM_NULL;
-    int rc = k > 0 ? MPI_Comm_split(MPI_COMM_WORLD, (int)(t->rank / k), t->rank, &node)
-                   : MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t->rank,
-                                         MPI_INFO_NULL, &node);
-    int lr = 0, ls = 0, lead, nnodes = 0, lmin = 0, lmax = 0;
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(node, &lr);
-    if (rc == MPI_SUCCESS) rc = MPI_Comm_size(node, &ls);
-    lead = lr == 0;
-    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&lead, &nnodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&ls, &lmin, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(&ls, &lmax, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (node != MPI_COMM_NULL && MPI_Comm_free(&node) != MPI_SUCCESS) rc = MPI_ERR_OTHER;
-    if (rc != MPI_SUCCESS) {
-        mt_error(t, "mt_hier_runs: an MPI call failed (%d)", rc);
-        return 0;
-    }
-    cached = nnodes >= 2 && lmin == lmax;
-    return cached;
+    int nnodes = 0, uniform = 0;
+    mt_nodes(t, &nnodes, &uniform);
+    return nnodes >= 2 && uniform;
+}
+
+int mt_shm_runs(mt_ctx_t *t)
+{
+    int nnodes = 0, uniform = 0;
+    mt_nodes(t, &nnodes, &uniform);
+    const char *e = getenv("WEFT_SHM");
+    return nnodes == 1 && t->size > 1 && (e == NULL || strcmp(e, "0") != 0);
 }

@@ -142,6 +142,13 @@ double mt_elapsed(const mt_ctx_t *t);
  * (every rank must make it); the answer is cached.
  */
 int mt_hier_runs(mt_ctx_t *t);
+/**
+ * Does the node's shared-memory path serve t->comm: more than one rank, all
+ * on one node (found as for mt_hier_runs), WEFT_SHM not 0? Elsewhere a forced
+ * shm gives way to the cost model. Collective on the first call (shared with
+ * mt_hier_runs); cached.
+ */
+int mt_shm_runs(mt_ctx_t *t);
 
 /** Integer environment variable, or dflt if unset/unparsable. */
 long mt_env_long(const char *name, long dflt);

@@ -37,7 +37,6 @@
  *    float16/bfloat16 with WEFT_ERR_ALGORITHM.
  */
 #include <math.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,22 +284,6 @@ static void check_hashes(void)
     free(h0);
 }
 
-/* Does the shared-memory path serve this run (every rank on one node, more
- * than one rank, WEFT_SHM not 0)? Otherwise a forced shm gives way. */
-static bool shm_expected(void)
-{
-    MPI_Comm node = MPI_COMM_NULL;
-    int nsize = 0;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
-            MPI_SUCCESS ||
-        MPI_Comm_size(node, &nsize) != MPI_SUCCESS || MPI_Comm_free(&node) != MPI_SUCCESS)
-        return false;
-    const char *e = getenv("WEFT_SHM");
-    const char *k = getenv("WEFT_NODE_RANKS");
-    return T.size > 1 && nsize == T.size && (e == NULL || strcmp(e, "0") != 0) &&
-           (k == NULL || atoi(k) == 0 || atoi(k) >= T.size);
-}
-
 int main(int argc, char **argv)
 {
     int rc = mt_init(&T, &argc, &argv);
@@ -316,7 +299,7 @@ int main(int argc, char **argv)
         weft_algo_t q = WEFT_ALGO_AUTO;
         MT_STATUS(&T, weft_query_algo(T.comm, WEFT_COLL_ALLREDUCE, 1000, WEFT_FLOAT32, &q),
                   WEFT_SUCCESS, "weft_query_algo");
-        if (env_algo == WEFT_ALGO_SHM && !shm_expected()) /* gives way to the model's choice */
+        if (env_algo == WEFT_ALGO_SHM && !mt_shm_runs(&T)) /* gives way to the model's choice */
             MT_CHECK(&T, q != WEFT_ALGO_SHM, "query gives shm without the shared-memory path");
         else if (env_algo == WEFT_ALGO_HIERARCHICAL && !hier)
             MT_CHECK(&T, q != env_algo, "query gives hierarchical on a comm it cannot serve");
@@ -375,7 +358,7 @@ int main(int argc, char **argv)
             MT_CHECK(&T, q != WEFT_ALGO_NCCL, "%s: query gives nccl for host buffers", tag);
             continue;
         }
-        if (a == WEFT_ALGO_SHM && !shm_expected()) { /* gives way to the model's choice */
+        if (a == WEFT_ALGO_SHM && !mt_shm_runs(&T)) { /* gives way to the model's choice */
             MT_CHECK(&T, q != WEFT_ALGO_SHM && q != WEFT_ALGO_AUTO, "%s: query gives %s without "
                      "the shared-memory path", tag, weft_algo_name(q));
             continue;

@@ -44,6 +44,7 @@ static weft_algo_t algo_at(weft_coll_t coll, size_t i) { return algos[coll].a[i 
 static void find_algos(mt_ctx_t *t)
 {
     const int hier = mt_hier_runs(t); /* collective: every rank, once */
+    const int shm = mt_shm_runs(t);
     for (int c = 0; c < WEFT_COLL_COUNT; c++) {
         algos[c].a[0] = WEFT_ALGO_AUTO;
         algos[c].n = 1;
@@ -60,6 +61,13 @@ static void find_algos(mt_ctx_t *t)
                 MT_CHECK(t, (q == WEFT_ALGO_HIERARCHICAL) == (hier != 0),
                          "collective %d forced hierarchical: query gives %s (runs: %d)", c,
                          weft_algo_name(q), hier);
+            /* so does the shared-memory path, where every rank shares one node */
+            if (st == WEFT_SUCCESS && a == WEFT_ALGO_SHM &&
+                MT_STATUS(t, weft_query_algo(t->comm, (weft_coll_t)c, 1 << 16, WEFT_FLOAT32, &q),
+                          WEFT_SUCCESS, "weft_query_algo"))
+                MT_CHECK(t, (q == WEFT_ALGO_SHM) == (shm != 0),
+                         "collective %d forced shm: query gives %s (runs: %d)", c,
+                         weft_algo_name(q), shm);
         }
         MT_STATUS(t, weft_comm_set_algo(t->comm, (weft_coll_t)c, WEFT_ALGO_AUTO), WEFT_SUCCESS,
                   "weft_comm_set_algo(auto)");
