@@ -397,7 +397,8 @@ bool weft__node_reached(weft__node_t *n, int peer, uint64_t seq, uint32_t stage)
         atomic_store_explicit(&n->bell_seen, bell, memory_order_relaxed);
         atomic_store_explicit(&n->armed, 1, memory_order_release);
     }
-    atomic_store_explicit(&last_waiter, n, memory_order_release);
+    if (atomic_load_explicit(&last_waiter, memory_order_relaxed) != n) /* (a poll loop: no store) */
+        atomic_store_explicit(&last_waiter, n, memory_order_release);
     return false;
 }
 
