@@ -17,7 +17,8 @@
  *   Overlap(%) = max(0, 100 - 100 * (Overall - Compute) / Pure Comm.).
  * Every iteration is timed on its own, with a barrier outside the timed part.
  * Times are averaged over iterations on each rank (--median: their median,
- * robust against a loaded machine's descheduling), then over ranks (OSU);
+ * robust against a loaded machine's descheduling; Overall - Compute as the
+ * median of each iteration's difference, see measure()), then over ranks (OSU);
  * -f adds the minimum and maximum over ranks of Overall.
  * --osu prints OSU OMB 7's tables instead (osu_ialltoall's and its siblings':
  * title, "# Overall = Coll. Init + Compute + MPI_Test + MPI_Wait", datatype
@@ -127,14 +128,12 @@ static int iteration(int op, int pmpi, bufs_t *b, int busy, double compute_s, do
     if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) return 1;
     double t0 = now();
     if (issue(op, pmpi, b, &q) != MPI_SUCCESS) return 1;
-    double t1 = now(), c = 0.0;
+    double t1 = now();
     if (compute_s >= 0.0) {
-        double c0 = now();
         if (busy) compute_busy(compute_s);
         else compute_device(compute_s);
-        c = now() - c0;
     }
-    double w0 = now();
+    double w0 = now(), c = compute_s >= 0.0 ? w0 - t1 : 0.0; /* from the issue's return to the wait */
     if (MPI_Wait(&q, MPI_STATUS_IGNORE) != MPI_SUCCESS) return 1;
     double end = now();
     t[0] = end - t0;
@@ -194,7 +193,21 @@ static int measure(const opts_t *o, int op, int pmpi, int busy, bufs_t *b, doubl
         ti[i] = t[2];
         tw[i] = t[3];
     }
-    double overall = stat(to, o->iters, o->median), comp = stat(tc, o->iters, o->median);
+    /* The mean of Overall - Compute is the mean of each iteration's
+     * difference. --median takes the median of that difference too (the
+     * issue and the wait of one iteration), not of Overall and Compute
+     * apart: both contain the same sleep, whose overshoot varies by
+     * microseconds from call to call and would otherwise decide their
+     * difference. Overall is then Compute's median plus that median. */
+    double overall, comp;
+    if (o->median) {
+        for (int i = 0; i < o->iters; i++) to[i] -= tc[i];
+        comp = stat(tc, o->iters, 1);
+        overall = comp + stat(to, o->iters, 1);
+    } else {
+        overall = stat(to, o->iters, 0);
+        comp = stat(tc, o->iters, 0);
+    }
     double mine[5] = {overall, comp, pure, stat(ti, o->iters, o->median), stat(tw, o->iters, o->median)};
     double sum[5];
     if (PMPI_Allreduce(mine, sum, 5, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS ||
@@ -231,6 +244,8 @@ static void usage(FILE *f, const char *prog)
             "  --osu                       OSU OMB 7's tables (osu_ialltoall, ...): one per\n"
             "                              operation, entry and compute mode; sizes doubling\n"
             "  --median                    per-rank median over iterations instead of the mean\n"
+            "                              (Overall: median Compute + median of each\n"
+            "                              iteration's Overall - Compute)\n"
             "                              (a shared, loaded machine's descheduling outliers)\n"
             "  -h, --help, -v, --version\n",
             prog, op_names[0], op_names[1], op_names[2], op_names[3], op_names[4], op_names[5],

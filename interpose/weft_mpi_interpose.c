@@ -634,40 +634,100 @@ typedef struct greq {
     weft_status_t st;   /* the operation's status, written before MPI_Grequest_complete */
     int completed;      /* MPI_Grequest_complete called */
     int armed;          /* WMPI_POLL: the doorbell callback is registered (once) */
+    int tracked;        /* WMPI_POLL: in the table (else its slot is only reserved) */
     wmpi_comm_t *e;
-    struct greq *next;  /* live list (WMPI_POLL: MPI_Wait and MPI_Waitall find it there) */
+    struct greq *next;  /* the pool of free records */
 } greq_t;
 
-#if WMPI_POLL
-/* The requests handed out and not yet freed, so that MPI_Wait/MPI_Waitall can
- * wait on the Weft request as a waiter (weft_wait: drives progress, the
- * engine naps meanwhile) before MPICH completes the MPI request. MPICH 4.0's
- * MPI_Wait never calls greq_wait: it polls greq_poll from its progress loop
- * and yields between polls, which handed the core to Weft's still-polling
- * engine for a whole time slice (about 4 ms) - doc/mpi_interposition.md. */
+/* Records of requests and, with WMPI_POLL, the requests handed out and not
+ * yet freed, by handle: MPI_Wait/MPI_Waitall wait on the Weft request as a
+ * waiter (weft_wait: drives progress, the engine naps meanwhile) before
+ * MPICH completes the MPI request. MPICH 4.0's MPI_Wait never calls
+ * greq_wait: it polls greq_poll from its progress loop and yields between
+ * polls, which handed the core to Weft's still-polling engine for a whole
+ * time slice (about 4 ms) - doc/mpi_interposition.md.
+ *
+ * The table is open-addressed (linear probing, deletion by moving later
+ * entries of the run back), at most half full, so a lookup costs the same
+ * however many requests are open (a list made MPI_Waitall over n of ours
+ * cost n^2). greq_begin reserves a slot before the Weft call, so that
+ * handing the request out cannot fail after the operation started. Freed
+ * records are kept (up to GREQ_POOL) for the next call. All under
+ * greq_lock; greq_nlive lets the completion calls skip the lock when
+ * nothing of ours is open. */
+#define GREQ_POOL 64
 static pthread_mutex_t greq_lock = PTHREAD_MUTEX_INITIALIZER;
-static greq_t *greq_live;
+static greq_t *greq_pool; /* free records, linked by next */
+static int greq_npool;
+#if WMPI_POLL
+static greq_t **greq_tab;                     /* greq_cap slots (a power of two), NULL: empty */
+static size_t greq_cap, greq_count, greq_reserved;
 static _Atomic int greq_nlive;
 
+static size_t greq_slot(MPI_Request r, size_t mask)
+{
+    uint64_t k = 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 29) & mask;
+}
+
+/* Room for one more entry (greq_lock held): 0, or -1 without memory. */
+static int greq_reserve_locked(void)
+{
+    size_t need = greq_count + greq_reserved + 1;
+    if (2 * need > greq_cap) {
+        size_t cap = greq_cap ? greq_cap : 64;
+        while (2 * need > cap) cap *= 2;
+        greq_t **t = calloc(cap, sizeof *t);
+        if (t == NULL) return -1;
+        for (size_t i = 0; i < greq_cap; i++) {
+            if (greq_tab[i] == NULL) continue;
+            size_t j = greq_slot(greq_tab[i]->mpi, cap - 1);
+            while (t[j] != NULL) j = (j + 1) & (cap - 1);
+            t[j] = greq_tab[i];
+        }
+        free(greq_tab);
+        greq_tab = t;
+        greq_cap = cap;
+    }
+    greq_reserved++;
+    return 0;
+}
+
+/* Enter g, handed out now, into its reserved slot. */
 static void greq_track(greq_t *g)
 {
     pthread_mutex_lock(&greq_lock);
-    g->next = greq_live;
-    greq_live = g;
+    greq_reserved--;
+    size_t mask = greq_cap - 1, j = greq_slot(g->mpi, mask);
+    while (greq_tab[j] != NULL) j = (j + 1) & mask;
+    greq_tab[j] = g;
+    g->tracked = 1;
+    greq_count++;
     atomic_fetch_add_explicit(&greq_nlive, 1, memory_order_relaxed);
     pthread_mutex_unlock(&greq_lock);
 }
 
-static void greq_untrack(greq_t *g)
+/* Remove g (greq_lock held; nothing when it was never entered). */
+static void greq_untrack_locked(greq_t *g)
 {
-    pthread_mutex_lock(&greq_lock);
-    for (greq_t **p = &greq_live; *p; p = &(*p)->next)
-        if (*p == g) {
-            *p = g->next;
-            atomic_fetch_sub_explicit(&greq_nlive, 1, memory_order_relaxed);
-            break;
-        }
-    pthread_mutex_unlock(&greq_lock);
+    if (greq_cap == 0) return;
+    size_t mask = greq_cap - 1, j = greq_slot(g->mpi, mask);
+    while (greq_tab[j] != NULL && greq_tab[j] != g) j = (j + 1) & mask;
+    if (greq_tab[j] == NULL) return;
+    greq_tab[j] = NULL;
+    greq_count--;
+    atomic_fetch_sub_explicit(&greq_nlive, 1, memory_order_relaxed);
+    /* Move back the entries of the run after j that may no longer be
+     * reachable from their home slot across the hole. */
+    for (size_t k = (j + 1) & mask; greq_tab[k] != NULL; k = (k + 1) & mask) {
+        size_t home = greq_slot(greq_tab[k]->mpi, mask);
+        /* k's entry stays if its home lies cyclically in (j, k] */
+        if (j <= k ? (home > j && home <= k) : (home > j || home <= k)) continue;
+        greq_tab[j] = greq_tab[k];
+        greq_tab[k] = NULL;
+        j = k;
+    }
 }
 
 /* The live, not yet completed request of ours behind r, or NULL. */
@@ -675,14 +735,69 @@ static greq_t *greq_find(MPI_Request r)
 {
     if (r == MPI_REQUEST_NULL || atomic_load_explicit(&greq_nlive, memory_order_relaxed) == 0)
         return NULL;
-    greq_t *g;
+    greq_t *g = NULL;
     pthread_mutex_lock(&greq_lock);
-    for (g = greq_live; g && (g->mpi != r || g->completed); g = g->next) {
+    if (greq_cap > 0) {
+        size_t mask = greq_cap - 1;
+        for (size_t j = greq_slot(r, mask); greq_tab[j] != NULL; j = (j + 1) & mask)
+            if (greq_tab[j]->mpi == r) {
+                g = greq_tab[j];
+                break;
+            }
     }
     pthread_mutex_unlock(&greq_lock);
-    return g;
+    return g != NULL && !g->completed ? g : NULL;
 }
 #endif
+
+/* A zeroed record with (WMPI_POLL) a slot reserved for it, or NULL. */
+static greq_t *greq_alloc(void)
+{
+    pthread_mutex_lock(&greq_lock);
+    greq_t *g = greq_pool;
+#if WMPI_POLL
+    if (greq_reserve_locked() != 0) {
+        pthread_mutex_unlock(&greq_lock);
+        return NULL;
+    }
+#endif
+    if (g != NULL) {
+        greq_pool = g->next;
+        greq_npool--;
+    }
+    pthread_mutex_unlock(&greq_lock);
+    if (g == NULL) g = malloc(sizeof *g);
+    if (g != NULL) memset(g, 0, sizeof *g);
+#if WMPI_POLL
+    if (g == NULL) {
+        pthread_mutex_lock(&greq_lock);
+        greq_reserved--;
+        pthread_mutex_unlock(&greq_lock);
+    }
+#endif
+    return g;
+}
+
+/* Give g back: out of the table (or its reservation back, when it was never
+ * handed out), into the pool. */
+static void greq_release(greq_t *g, int tracked)
+{
+    pthread_mutex_lock(&greq_lock);
+#if WMPI_POLL
+    if (tracked) greq_untrack_locked(g);
+    else greq_reserved--;
+#else
+    (void)tracked;
+#endif
+    if (greq_npool < GREQ_POOL) {
+        g->next = greq_pool;
+        greq_pool = g;
+        greq_npool++;
+        g = NULL;
+    }
+    pthread_mutex_unlock(&greq_lock);
+    free(g);
+}
 
 /* In MPI_Wait/MPI_Test/... on the program's thread, after completion. */
 static int greq_query(void *extra, MPI_Status *status)
@@ -698,10 +813,8 @@ static int greq_query(void *extra, MPI_Status *status)
 
 static int greq_free(void *extra)
 {
-#if WMPI_POLL
-    greq_untrack(extra);
-#endif
-    free(extra);
+    greq_t *g = extra;
+    greq_release(g, g->tracked);
     return MPI_SUCCESS;
 }
 
@@ -768,7 +881,7 @@ static void greq_done(void *arg, weft_status_t status)
 /* Before the Weft call: the generalized request. */
 static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
 {
-    greq_t *g = calloc(1, sizeof *g);
+    greq_t *g = greq_alloc();
     if (g == NULL) return weft_failed(comm, call, WEFT_ERR_NO_MEMORY);
     g->e = e;
 #if WMPI_POLL
@@ -777,7 +890,7 @@ static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
     int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->mpi);
 #endif
     if (rc != MPI_SUCCESS) {
-        free(g);
+        greq_release(g, 0);
         return rc;
     }
     *out = g;

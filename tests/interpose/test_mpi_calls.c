@@ -446,6 +446,39 @@ static void test_many_inflight(MPI_Comm comm, int count, int seed)
     free(a); free(ra); free(ga); free(b); free(rb); free(c); free(rc); free(gc);
 }
 
+/* Hundreds of requests open at once (the interposer's table of open requests
+ * grows past its first size), completed one by one in a scrambled order by
+ * MPI_Wait (removals from the middle of the table's runs) and the rest by
+ * MPI_Waitall: every result against MPI's own call. */
+static void test_many_open(MPI_Comm comm)
+{
+    enum { NOPEN = 300 };
+    int *v = xmalloc(sizeof(int) * NOPEN), *got = xmalloc(sizeof(int) * NOPEN),
+        *ref = xmalloc(sizeof(int) * NOPEN);
+    MPI_Request *q = xmalloc(sizeof(MPI_Request) * NOPEN);
+    MPI_Status *st = xmalloc(sizeof(MPI_Status) * NOPEN); /* not MPI_STATUSES_IGNORE: a GCC 12 false warning */
+    where = "many open requests";
+    for (int i = 0; i < NOPEN; i++) {
+        v[i] = (rank + 1) * (i + 3);
+        got[i] = -1;
+    }
+    MPI_OK(PMPI_Allreduce(v, ref, NOPEN, MPI_INT, MPI_SUM, comm));
+    for (int i = 0; i < NOPEN; i++)
+        MPI_OK(MPI_Iallreduce(&v[i], &got[i], 1, MPI_INT, MPI_SUM, comm, &q[i]));
+    /* every 7th index modulo NOPEN (coprime): a scrambled order, two thirds of them */
+    for (int k = 0; k < 2 * NOPEN / 3; k++) {
+        int i = (int)((7L * k + 5) % NOPEN);
+        MPI_OK(MPI_Wait(&q[i], MPI_STATUS_IGNORE));
+        if (q[i] != MPI_REQUEST_NULL) {
+            fprintf(stderr, "rank %d: MPI_Wait left request %d active [%s]\n", rank, i, where);
+            errors++;
+        }
+    }
+    MPI_OK(MPI_Waitall(NOPEN, q, st));
+    same("iallreduce, 300 open", got, ref, sizeof(int) * NOPEN);
+    free(v); free(got); free(ref); free(q); free(st);
+}
+
 /* The last rank enters late: nobody may leave the barrier before it entered
  * (the ranks share one host clock: the tests run on one node). */
 static double now_realtime(void)
@@ -715,6 +748,7 @@ int main(int argc, char **argv)
         test_movement(MPI_COMM_WORLD, counts[i], i);
     }
     test_many_inflight(MPI_COMM_WORLD, 4099, 1);
+    test_many_open(MPI_COMM_WORLD);
     test_array_completion(MPI_COMM_WORLD, 1001, 11, 1);
     test_array_completion(MPI_COMM_WORLD, 17, 12, 0);
     test_waitany_order(MPI_COMM_WORLD);
