@@ -8,7 +8,9 @@
  * 1. alpha and beta from a ping-pong between ranks 0 and 1 (one-way time of
  *    8 B, and of 1 MiB minus that, per byte; each the smallest of 5 batch
  *    medians), gamma from a float32 sum of 1 MiB (per byte, median of 7);
- *    rank 0's values are used by everyone.
+ *    rank 0's values are used by everyone. On a communicator that spans
+ *    nodes, alpha and beta between the first ranks of nodes 0 and 1, and
+ *    alpha_node and beta_node between two ranks of one node (measure_cost).
  * 2. Every algorithm of every collective asked for (default: all), forced
  *    with weft_comm_set_algo, at every power-of-two size from MIN to MAX
  *    bytes (float32, sum): ROUNDS rounds, each timing ITERS calls of every
@@ -161,19 +163,22 @@ static double median(double *v, int n)
 }
 
 /* ---- alpha, beta, gamma ------------------------------------------------------------- */
-static int pingpong(MPI_Comm c, char *buf, int bytes, int iters, double *one_way)
+/* Ping-pong between ranks a and b of c (the others return at once): the
+ * median one-way time of `bytes` over iters, valid on a and b. */
+static int pingpong(MPI_Comm c, int a, int b, char *buf, int bytes, int iters, double *one_way)
 {
     double t[64];
+    if (rank_ != a && rank_ != b) return 0;
     if (iters > 64) iters = 64;
     for (int i = 0; i < iters; i++) {
         double t0 = MPI_Wtime();
         int rc = MPI_SUCCESS;
-        if (rank_ == 0) {
-            rc = MPI_Send(buf, bytes, MPI_BYTE, 1, 7, c);
-            if (rc == MPI_SUCCESS) rc = MPI_Recv(buf, bytes, MPI_BYTE, 1, 7, c, MPI_STATUS_IGNORE);
-        } else if (rank_ == 1) {
-            rc = MPI_Recv(buf, bytes, MPI_BYTE, 0, 7, c, MPI_STATUS_IGNORE);
-            if (rc == MPI_SUCCESS) rc = MPI_Send(buf, bytes, MPI_BYTE, 0, 7, c);
+        if (rank_ == a) {
+            rc = MPI_Send(buf, bytes, MPI_BYTE, b, 7, c);
+            if (rc == MPI_SUCCESS) rc = MPI_Recv(buf, bytes, MPI_BYTE, b, 7, c, MPI_STATUS_IGNORE);
+        } else {
+            rc = MPI_Recv(buf, bytes, MPI_BYTE, a, 7, c, MPI_STATUS_IGNORE);
+            if (rc == MPI_SUCCESS) rc = MPI_Send(buf, bytes, MPI_BYTE, a, 7, c);
         }
         if (rc != MPI_SUCCESS) return weft__mpi_error(rc, "ping-pong", __FILE__, __LINE__);
         t[i] = (MPI_Wtime() - t0) / 2;
@@ -182,28 +187,62 @@ static int pingpong(MPI_Comm c, char *buf, int bytes, int iters, double *one_way
     return 0;
 }
 
-static int measure_cost(MPI_Comm c, weft__cost_t *cost)
+/* alpha and beta of the link between ranks a and b into v[0], v[1] on a and
+ * b (one-way time of 8 B; per byte of 1 MiB beyond that). The smallest of 5
+ * batch medians: robust to a batch that ran while the node was busy with
+ * something else (a median alone is not, when the other rank is descheduled
+ * for a whole batch). 0 on success (on every rank). */
+static int measure_pair(MPI_Comm c, int a, int b, char *buf, double v[2])
 {
     enum { BIG = 1 << 20, SMALL = 8 };
-    char *buf = calloc(2, BIG);
-    int ok = buf != NULL;
-    double v[3] = {0, 0, 0};
-    if (ok && rank_ <= 1) {
-        /* The smallest of 5 batch medians: robust to a batch that ran while the
-         * node was busy with something else (a median alone is not, when the
-         * other rank is descheduled for a whole batch). */
-        double ts = INFINITY, tb = INFINITY, x;
-        ok = pingpong(c, buf, SMALL, 5, &x) == 0 && pingpong(c, buf, BIG, 2, &x) == 0;
-        for (int b = 0; ok && b < 5; b++) {
-            ok = pingpong(c, buf, SMALL, 21, &x) == 0;
-            if (x < ts) ts = x;
-            ok = ok && pingpong(c, buf, BIG, 5, &x) == 0;
-            if (x < tb) tb = x;
-        }
+    double ts = INFINITY, tb = INFINITY, x;
+    int ok = pingpong(c, a, b, buf, SMALL, 5, &x) == 0 && pingpong(c, a, b, buf, BIG, 2, &x) == 0;
+    for (int i = 0; ok && i < 5; i++) {
+        ok = pingpong(c, a, b, buf, SMALL, 21, &x) == 0;
+        if (ok && (rank_ == a || rank_ == b) && x < ts) ts = x;
+        ok = ok && pingpong(c, a, b, buf, BIG, 5, &x) == 0;
+        if (ok && (rank_ == a || rank_ == b) && x < tb) tb = x;
+    }
+    if (rank_ == a || rank_ == b) {
         v[0] = ts;
         v[1] = tb > ts ? (tb - ts) / (BIG - SMALL) : 0;
     }
-    if (ok) {
+    return ok ? 0 : 1;
+}
+
+/*
+ * alpha, beta (and on a communicator that spans nodes alpha_node,
+ * beta_node) and gamma. The pairs are the ones lib/measure.c measures:
+ * ranks 0 and 1 on one node; on several, the first ranks of nodes 0 and 1
+ * (alpha, beta: across nodes) and the first two ranks of the first node that
+ * has two (alpha_node, beta_node; none when every node has one rank). Each
+ * figure is its pair's first rank's; gamma (the float32 sum, per byte,
+ * median of 7) is rank 0's. Collective over c.
+ */
+static int measure_cost(MPI_Comm c, const weft__comm_t *wc, weft__cost_t *cost)
+{
+    enum { BIG = 1 << 20 };
+    char *buf = calloc(2, BIG);
+    int ok = buf != NULL, all = 0;
+    if (MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, c) != MPI_SUCCESS || !ok) {
+        free(buf);
+        return 1;
+    }
+    int xa = 0, xb = 1, na = -1, nb = -1; /* across nodes (or the one node); inside one */
+    if (wc != NULL && wc->nnodes >= 2) {
+        xa = wc->by_node[wc->node_first[0]];
+        xb = wc->by_node[wc->node_first[1]];
+        for (int n = 0; n < wc->nnodes && na < 0; n++)
+            if (wc->node_first[n + 1] - wc->node_first[n] >= 2) {
+                na = wc->by_node[wc->node_first[n]];
+                nb = wc->by_node[wc->node_first[n] + 1];
+            }
+    }
+    /* v: alpha, beta, gamma; vn: alpha_node, beta_node */
+    double v[3] = {0, 0, 0}, vn[2] = {0, 0};
+    ok = measure_pair(c, xa, xb, buf, v) == 0;
+    if (ok && na >= 0) ok = measure_pair(c, na, nb, buf, vn) == 0;
+    if (ok && rank_ == 0) {
         double g[7];
         for (int i = 0; i < 7; i++) {
             double t0 = weft__now();
@@ -213,10 +252,13 @@ static int measure_cost(MPI_Comm c, weft__cost_t *cost)
         v[2] = median(g, 7);
     }
     free(buf);
-    int all = 0;
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, c) != MPI_SUCCESS || !all) return 1;
-    if (MPI_Bcast(v, 3, MPI_DOUBLE, 0, c) != MPI_SUCCESS) return 1;
-    *cost = (weft__cost_t){.alpha = v[0], .beta = v[1], .gamma = v[2]};
+    if (MPI_Bcast(v, 2, MPI_DOUBLE, xa, c) != MPI_SUCCESS ||
+        MPI_Bcast(&v[2], 1, MPI_DOUBLE, 0, c) != MPI_SUCCESS ||
+        (na >= 0 && MPI_Bcast(vn, 2, MPI_DOUBLE, na, c) != MPI_SUCCESS))
+        return 1;
+    *cost = (weft__cost_t){.alpha = v[0], .beta = v[1], .gamma = v[2],
+                           .alpha_node = vn[0], .beta_node = vn[1]};
     return 0;
 }
 
@@ -467,15 +509,15 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < bytes / 4; i++) ((float *)send)[i] = 1.0f + (float)(i % 7);
     memset(recv, 0, bytes);
 
+    /* The machine the model reasons about: the comm's nodes */
+    weft__comm_t *wc = NULL;
+    if (weft__comm_get(comm, &wc) != WEFT_SUCCESS) wc = NULL;
     weft__cost_t cost;
-    if (measure_cost(mc, &cost) != 0) {
+    if (measure_cost(mc, wc, &cost) != 0) {
         if (rank_ == 0) fprintf(stderr, "weft-tune: measuring alpha/beta/gamma failed\n");
         goto out;
     }
-    /* The machine the model reasons about: the comm's nodes (the measured
-     * pair is ranks 0 and 1, whatever nodes they are on) */
-    weft__comm_t *wc = NULL;
-    if (weft__comm_get(comm, &wc) == WEFT_SUCCESS) {
+    if (wc != NULL) {
         cost.nnodes = wc->cost.nnodes;
         cost.ppn = wc->cost.ppn;
         cost.alpha_shm = wc->cost.alpha_shm; /* the comm's shared-memory path, as it opened */
@@ -486,6 +528,10 @@ int main(int argc, char **argv)
                "# sizes %zu..%zu B, %d rounds x %d calls (median of rounds), margin %.1f%%\n",
                size_, cost.alpha, cost.beta, cost.beta > 0 ? 1e-9 / cost.beta : 0.0, cost.gamma,
                o.lo, o.hi, o.rounds, o.iters, o.margin);
+    if (rank_ == 0 && cost.nnodes >= 2)
+        printf("# %d nodes: alpha/beta above across nodes; inside a node alpha_node %.4g s, "
+               "beta_node %.4g s/B%s\n", cost.nnodes, cost.alpha_node, cost.beta_node,
+               cost.alpha_node > 0 ? "" : " (no node has two ranks: not measured)");
     for (int c = 0; c < WEFT_COLL_COUNT; c++) {
         if (!o.colls[c]) continue;
         if (tune_coll((weft_coll_t)c, &o, &comm, mc, send, recv, &cost, &res[c]) != 0) {
@@ -508,6 +554,8 @@ int main(int argc, char **argv)
                        "%zu..%zu bytes,\n# %d rounds x %d calls, margin %.1f%%. Format: doc/tuning.md\n",
                     weft_version_string(), when, size_, o.lo, o.hi, o.rounds, o.iters, o.margin);
             fprintf(f, "alpha %.6e\nbeta %.6e\ngamma %.6e\n", cost.alpha, cost.beta, cost.gamma);
+            if (cost.alpha_node > 0 && cost.beta_node > 0) /* inside a node (several nodes) */
+                fprintf(f, "alpha_node %.6e\nbeta_node %.6e\n", cost.alpha_node, cost.beta_node);
             if (cost.alpha_shm > 0) /* the node's shared-memory path (this comm had it) */
                 fprintf(f, "alpha_shm %.6e\nbeta_shm %.6e\n", cost.alpha_shm, cost.beta_shm);
             for (int c = 0; c < WEFT_COLL_COUNT; c++)
