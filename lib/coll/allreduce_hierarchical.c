@@ -33,8 +33,8 @@
  * one local rank in one segment is about WEFT_HIER_SEGMENT bytes on the
  * node's path, WEFT_RING_CHUNK bytes over the transport (0: S = 1), at most
  * 16 segments. On the node's path a segment costs four synchronisations of
- * the node's ranks, which cost a scheduler time slice where the ranks
- * outnumber the cores: hence no pipeline there by default.
+ * the node's ranks: no pipeline there by default (one segment was the
+ * fastest on the 2-core multinode setup, doc/notes/node_measurements.md).
  *
  * 1. Intra-node reduce-scatter. On the node's path: one node operation
  *    (WEFT__SHM_RS_HALF over the segment) in which local rank i reduces chunk
