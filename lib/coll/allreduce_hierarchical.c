@@ -23,8 +23,8 @@
  * transport. On the path a rank reads its peers' buffers once, where the
  * rings send and receive every chunk through the transport (over TCP on
  * some clusters' nodes), so only the inter-node phase crosses the
- * transport: n/L bytes per rank and direction, against 2n(p-1)/p for a flat
- * ring or Rabenseifner.
+ * transport: 2 (N-1)/N n/L bytes sent per rank (ring), against
+ * 2 (p-1)/p n for a flat ring or Rabenseifner.
  *
  * The vector is cut into S segments (sizes differ by at most one element),
  * each reduced by the three phases below, and the segments are pipelined:
@@ -38,9 +38,9 @@
  *
  * 1. Intra-node reduce-scatter. On the node's path: one node operation
  *    (WEFT__SHM_RS_HALF over the segment) in which local rank i reduces chunk
- *    i of every local rank's input, in local rank order. Else a ring among the node's ranks: the segment is
- *    cut into L chunks (sizes differ by at most one element, the larger
- *    first); in step s = 0 .. L-2 local rank i sends chunk (i - s - 1) mod L
+ *    i of every local rank's input, in local rank order. Else a ring among
+ *    the node's ranks: the segment is cut into L chunks (sizes differ by at
+ *    most one element, the larger first); in step s = 0 .. L-2 local rank i sends chunk (i - s - 1) mod L
  *    to local rank i + 1 and receives chunk (i - s - 2) mod L from i - 1,
  *    reducing it with its own input into recvbuf. Afterwards local rank i
  *    owns chunk i, reduced over its node.
@@ -93,7 +93,7 @@ typedef struct hier_state {
     int N, nd;        /* nodes, this rank's node */
     int S;            /* segments */
     int I, R;         /* rounds of the inter-node phase, of a segment */
-    int P;            /* rounds of phase 1 (and of phase 3): 1 on the node's path, else L - 1 */
+    int P;            /* rounds of phase 1 (and 3): 1 on the node's path, else L - 1 */
     int shm;          /* phases 1 and 3 on the node's shared-memory path */
     int t;            /* current round (0 .. R + S - 2) */
     int posted;       /* round t's transfers were posted */

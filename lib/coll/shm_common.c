@@ -74,7 +74,8 @@ weft_status_t weft__shm_job_start(weft__shm_job_t *j, uint64_t seq)
 
 void weft__shm_job_cleanup(weft__shm_job_t *j)
 {
-    if (!j->ended && j->node != NULL && j->seq != 0) weft__node_end(j->node, j->seq); /* failed: let the next run */
+    if (!j->ended && j->node != NULL && j->seq != 0)
+        weft__node_end(j->node, j->seq); /* failed: let the next run */
     j->ended = 1;
     weft__scratch_free(j->acc);
     weft__scratch_free(j->scratch);
