@@ -43,12 +43,23 @@ static weft_status_t agree_transport(weft__comm_t *c, weft_status_t st)
     return WEFT_SUCCESS;
 }
 
-/* The node's shared-memory path (backends/shm) when every rank shares one
- * node, and its cost figures for the selection. Collective over the comm
- * (node_local is the same on every rank). */
+/* The node's shared-memory path (backends/shm) and its cost figures for the
+ * selection: on a one-node comm among all its ranks (the shm algorithms);
+ * on a comm that spans nodes of as many ranks each, two or more, among each
+ * node's ranks (node_ctl), for the hierarchical allreduce's phases inside
+ * the nodes. Every rank of the comm must then agree on whether the path is
+ * there and on its figures (the selection is the same on every rank): the
+ * nodes' opens are agreed over the whole comm, which has the path only if
+ * every node opened it, with the slowest node's figures. Collective over
+ * the comm (node_local, nodes_uniform and local_size are the same on every
+ * rank). Caller thread of communicator creation. */
 static weft_status_t open_node(weft__comm_t *c)
 {
-    if (!c->node_local || c->size < 2 || !weft__cfg.shm) return WEFT_SUCCESS;
+    const bool spans = !c->node_local;
+    if (c->size < 2 || !weft__cfg.shm || (spans && !(c->nodes_uniform && c->local_size >= 2))) {
+        c->cost.alpha_shm = c->cost.beta_shm = 0; /* no path (a tuning file's figures unused) */
+        return WEFT_SUCCESS;
+    }
     weft__node_t *n = NULL;
     /* The path's figures: a tuning file's (already in c->cost); with
      * WEFT_MEASURE=0 fixed ones, so that every run selects the same
@@ -57,7 +68,25 @@ static weft_status_t open_node(weft__comm_t *c)
      * The fixed ones are this project's 2-core VM's, measured quietly. */
     weft__node_cost_t nc = {c->cost.alpha_shm, c->cost.beta_shm};
     if (nc.alpha <= 0 && !weft__cfg.measure) nc = (weft__node_cost_t){2e-7, 1.2e-10};
-    WEFT__CHECK(weft__node_open(c->node_ctl, c->id, &n, &nc));
+    weft_status_t st = weft__node_open(c->node_ctl, c->id, &n, &nc);
+    if (spans) {
+        /* over the whole comm: max of (failed, no path, alpha, beta) */
+        double v[4] = {st != WEFT_SUCCESS, n == NULL, nc.alpha, nc.beta}, all[4] = {0, 0, 0, 0};
+        weft_status_t ast = weft__ctl_allreduce(c->ctl, v, all, 4, WEFT__CTL_DOUBLE, WEFT__CTL_MAX);
+        if (ast != WEFT_SUCCESS || all[0] != 0) {
+            weft__node_close(&n);
+            if (st != WEFT_SUCCESS) return st;
+            return ast != WEFT_SUCCESS ? ast : WEFT_ERR_COMM_BROKEN;
+        }
+        if (all[1] != 0) { /* some node has no path: none has, for this comm */
+            if (n != NULL)
+                WEFT__DEBUG("comm %d: another node has no shared-memory path: not used", c->id);
+            weft__node_close(&n);
+        }
+        nc.alpha = all[2];
+        nc.beta = all[3];
+    }
+    WEFT__CHECK(st);
     c->node_state = n;
     if (n != NULL) {
         c->cost.alpha_shm = nc.alpha > 0 ? nc.alpha : 1e-9;

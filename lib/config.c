@@ -107,7 +107,13 @@ static const weft__config_var_t vars[] = {
      .doc = "host transport (auto: UCX when built in, else MPI)"},
     {SIZE_ROW("WEFT_RING_CHUNK", "262144", 0, 1L << 40, ring_chunk),
      .doc = "ring pipeline chunk, bytes (0 = one chunk per block); also the hierarchical "
-            "allreduce's pipeline segment per local rank (0 = no pipeline)"},
+            "allreduce's pipeline segment per local rank when its phases inside the nodes run "
+            "over the transport (0 = no pipeline)"},
+    {SIZE_ROW("WEFT_HIER_SEGMENT", "0", 0, 1L << 40, hier_segment),
+     .doc = "the hierarchical allreduce's pipeline segment per local rank, bytes, when its "
+            "phases inside the nodes run on the shared-memory path (0 = no pipeline, the "
+            "default: each segment costs four synchronisations of the node's ranks; "
+            "doc/notes/node_measurements.md); over the transport WEFT_RING_CHUNK sets it"},
     {INT_ROW("WEFT_NODE_RANKS", "0", 0, 1 << 20, node_ranks),
      .doc = "testing: treat every k consecutive ranks as one node (0: the real nodes, "
             "MPI_COMM_TYPE_SHARED), so that hierarchical algorithms run on one machine"},

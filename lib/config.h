@@ -27,6 +27,7 @@ typedef struct weft__config {
     char trace_path[1024];                   /* WEFT_TRACE */
     weft_transport_t transport;              /* WEFT_TRANSPORT: auto (DEFAULT), mpi, ucx */
     size_t ring_chunk;                       /* WEFT_RING_CHUNK bytes */
+    size_t hier_segment;                     /* WEFT_HIER_SEGMENT bytes */
     int node_ranks;                          /* WEFT_NODE_RANKS: test nodes of k ranks (0: real) */
     int shm;                                 /* WEFT_SHM: the node's shared-memory path */
     size_t shm_chunk;                        /* WEFT_SHM_CHUNK bytes */

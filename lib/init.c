@@ -1,6 +1,8 @@
 /* init.c - weft_init / weft_finalize, global state (MPI's part: lib/mpi_interop.c). */
 #include <linux/futex.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -12,19 +14,50 @@ weft__global_t weft__g;
 
 int weft_initialized(void) { return weft__is_init() ? 1 : 0; }
 
-/* Count the ranks on this node and compare with the cores we may use. */
+/* A hash of this kernel's boot id (the same in every namespace of one
+ * machine's kernel; 0 when it cannot be read). Caller thread of init. */
+static uint64_t kernel_id(void)
+{
+    char buf[64] = {0};
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f == NULL) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    if (fclose(f) != 0 || n == 0) return 0;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+    return h == 0 ? 1 : h;
+}
+
+/* Count the ranks that share this machine's cores and compare with the
+ * cores we may use: the ranks of this node (MPI_COMM_TYPE_SHARED), or more
+ * where ranks of several "nodes" run on one kernel (network namespaces made
+ * into nodes, scripts/multinode.sh: 2 x 2 ranks on 2 cores, which each
+ * node counted as 2 and let every waiter spin). Collective over the world. */
 static weft_status_t detect_oversubscription(void)
 {
+    weft_status_t st = WEFT_SUCCESS;
     weft__ctl_t *node = NULL;
     WEFT__CHECK(weft__ctl_split_node(weft__ctl_world(), &node));
     int local = weft__ctl_size(node);
     weft__ctl_free(&node);
+    const int p = weft__g.world_size;
+    uint64_t mine = kernel_id(), *all = calloc((size_t)p, sizeof *all);
+    if (all == NULL) return WEFT_ERR_NO_MEMORY;
+    WEFT__CHECK_GOTO(weft__ctl_allgather(weft__ctl_world(), &mine, all, sizeof mine), st, out);
+    int same = 0;
+    for (int r = 0; r < p; r++) same += mine != 0 && all[r] == mine;
+    if (same > local) {
+        WEFT__DEBUG("%d ranks share this kernel, %d this node: counting %d", same, local, same);
+        local = same;
+    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     weft__g.ncores = cores > 0 ? (int)cores : 1;
     /* Each rank has a caller thread and an engine thread; the engine sleeps
      * when idle, so count one core per rank. */
     weft__g.oversubscribed = local > weft__g.ncores;
-    return WEFT_SUCCESS;
+out:
+    free(all);
+    return st;
 }
 
 weft_status_t weft_init(const weft_init_params_t *params)

@@ -158,10 +158,11 @@ weft_status_t weft__select_init(weft__comm_t *c)
         if (multinode) { /* a one-node comm has no cross-node links: one pair of figures */
             c->cost.alpha_node = v[4];
             c->cost.beta_node = v[5];
-        } else { /* the tuning file's shared-memory figures, if it had them */
-            c->cost.alpha_shm = v[6];
-            c->cost.beta_shm = v[7];
         }
+        /* the tuning file's shared-memory figures, if it had them (the path
+         * serves one-node comms and, inside each node, comms across nodes) */
+        c->cost.alpha_shm = v[6];
+        c->cost.beta_shm = v[7];
     } else {
         c->cost = *weft__select_cost_default();
     }

@@ -2,7 +2,9 @@
 # The engine's multi-rank tests under ThreadSanitizer (data races are bugs).
 # UCX's memory hooks fight TSan's interceptors, so they are switched off here.
 # 4 ranks on the 2 cores run the oversubscribed waits (a caller and the engine
-# sleeping on the node's shared-memory doorbells).
+# sleeping on the node's shared-memory doorbells); the hierarchical allreduce
+# on 2 test nodes runs the path's jobs inside another op (a third field may
+# list several variables, comma-separated).
 # Usage: bash scripts/tsan.sh [BUILD_DIR]   (default: build-tsan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,10 +15,11 @@ ninja -C "$dir" -j"$(nproc)" tests/mpi/mpi_inflight tests/mpi/mpi_allreduce test
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 report_signal_unsafe=0"
 fail=0
-for t in "inflight 2 WEFT_TRANSPORT=mpi" "inflight 2 WEFT_TRANSPORT=ucx" "allreduce 3 WEFT_TRANSPORT=mpi" "errors 2 WEFT_TRANSPORT=mpi" "embed 2 WEFT_TRANSPORT=mpi" "embed 3 WEFT_TRANSPORT=ucx" "handles 2 WEFT_TRANSPORT=mpi" "inflight 4 WEFT_TRANSPORT=mpi" "allreduce 4 WEFT_ALLREDUCE_ALGO=shm"; do
+for t in "inflight 2 WEFT_TRANSPORT=mpi" "inflight 2 WEFT_TRANSPORT=ucx" "allreduce 3 WEFT_TRANSPORT=mpi" "errors 2 WEFT_TRANSPORT=mpi" "embed 2 WEFT_TRANSPORT=mpi" "embed 3 WEFT_TRANSPORT=ucx" "handles 2 WEFT_TRANSPORT=mpi" "inflight 4 WEFT_TRANSPORT=mpi" "allreduce 4 WEFT_ALLREDUCE_ALGO=shm" \
+         "allreduce 4 WEFT_NODE_RANKS=2,WEFT_ALLREDUCE_ALGO=hierarchical,WEFT_HIER_SEGMENT=4096"; do
   set -- $t
   log="$dir/tsan-$1-$2-${3#*=}.log"
-  if env "$3" WEFT_TIMEOUT=120 timeout 300 mpiexec -n "$2" "$dir/tests/mpi/mpi_$1" >"$log" 2>&1 &&
+  if env ${3//,/ } WEFT_TIMEOUT=120 timeout 300 mpiexec -n "$2" "$dir/tests/mpi/mpi_$1" >"$log" 2>&1 &&
      ! grep -q "WARNING: ThreadSanitizer" "$log"; then
     echo "tsan: $1 on $2 ranks ($3): clean"
   else

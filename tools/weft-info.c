@@ -5,6 +5,7 @@
  *
  *   weft-info [--ranks P] [--nodes N] [--ppn K] [--coll NAME] [-m MIN:MAX]
  *             [--alpha S] [--beta S] [--gamma S] [--alpha-node S] [--beta-node S]
+ *             [--alpha-shm S] [--beta-shm S]
  *             [--explain] [--no-vars]
  *   weft-info --config            the WEFT_* variables only
  *   weft-info --config-markdown   doc/config.md's generated reference
@@ -18,7 +19,11 @@
  * communicator spanning nodes (its hierarchical algorithms become
  * candidates): the figures in use then stand for the transport inside a node
  * (alpha_node/beta_node, unless they came with node figures) and --alpha/--beta
- * for the links across nodes; --alpha-node/--beta-node override. --explain adds every
+ * for the links across nodes; --alpha-node/--beta-node override. The node's
+ * shared-memory path's figures are the communicator's (none for a singleton);
+ * --alpha-shm/--beta-shm override (0: no path), on one node (the shm
+ * algorithms) or across nodes (the hierarchical allreduce's phases inside
+ * the nodes). --explain adds every
  * candidate's predicted time. Runs as a singleton (no mpiexec needed); under
  * mpiexec rank 0 prints.
  *
@@ -44,6 +49,7 @@ static void usage(FILE *f)
     fprintf(f,
             "Usage: weft-info [--ranks P] [--nodes N] [--ppn K] [--coll NAME] [-m MIN:MAX]\n"
             "                 [--alpha S] [--beta S] [--gamma S] [--alpha-node S] [--beta-node S]\n"
+            "                 [--alpha-shm S] [--beta-shm S]\n"
             "                 [--explain] [--no-vars]\n"
             "       weft-info --config | --config-markdown\n"
             "What this Weft is: version, build, backends, algorithms, WEFT_* variables, and\n"
@@ -59,6 +65,9 @@ static void usage(FILE *f)
             "                  with --nodes: the links across nodes\n"
             "  --alpha-node/--beta-node S  the transport inside a node (with --nodes; default:\n"
             "                  the cost in use's node figures, else its alpha/beta)\n"
+            "  --alpha-shm/--beta-shm S  the node's shared-memory path (0: none; default: the\n"
+            "                  communicator's, none for a singleton); across nodes it serves\n"
+            "                  the hierarchical allreduce's phases inside the nodes\n"
             "  --explain       add each candidate's predicted time to the table (cost model,\n"
             "                  microseconds; '-' = not a candidate)\n"
             "  --no-vars       do not list the WEFT_* variables\n"
@@ -217,14 +226,17 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
            cost_src);
     if (cost->nnodes >= 2)
         printf("# %d nodes x %d ranks: alpha/beta across nodes; inside a node alpha %.4g s, "
-               "beta %.4g s/B (%.2f GB/s)\n",
+               "beta %.4g s/B (%.2f GB/s)%s\n",
                cost->nnodes, cost->ppn, cost->alpha_node, cost->beta_node,
-               cost->beta_node > 0 ? 1e-9 / cost->beta_node : 0.0);
+               cost->beta_node > 0 ? 1e-9 / cost->beta_node : 0.0,
+               cost->alpha_shm > 0 ? "" : "; no shared-memory path (hierarchical's phases "
+                                          "inside the nodes over the transport)");
     else
         printf("# one node (--nodes N --ppn K: a communicator spanning nodes)%s\n",
                cost->alpha_shm > 0 ? "" : "; no shared-memory path (algorithm shm cannot run)");
-    if (cost->nnodes < 2 && cost->alpha_shm > 0)
-        printf("# the node's shared-memory path: alpha %.4g s, beta %.4g s/B (%.2f GB/s)\n",
+    if (cost->alpha_shm > 0)
+        printf("# the node's shared-memory path%s: alpha %.4g s, beta %.4g s/B (%.2f GB/s)\n",
+               cost->nnodes >= 2 ? " (hierarchical allreduce's phases inside the nodes)" : "",
                cost->alpha_shm, cost->beta_shm,
                cost->beta_shm > 0 ? 1e-9 / cost->beta_shm : 0.0);
     printf("# source: env = WEFT_<COLL>_ALGO, rule = WEFT_TUNING_FILE (its rule number and line\n"
@@ -282,7 +294,8 @@ static int print_selection(int p, int only_coll, size_t lo, size_t hi, const wef
 }
 
 enum { OPT_ALPHA = 256, OPT_BETA, OPT_GAMMA, OPT_ALPHA_NODE, OPT_BETA_NODE, OPT_NO_VARS,
-       OPT_CONFIG, OPT_CONFIG_MD, OPT_EXPLAIN, OPT_NODES, OPT_PPN };
+       OPT_CONFIG, OPT_CONFIG_MD, OPT_EXPLAIN, OPT_NODES, OPT_PPN, OPT_ALPHA_SHM,
+       OPT_BETA_SHM };
 /* What to print: everything, the variables (--config), the reference (--config-markdown). */
 enum { SHOW_ALL, SHOW_CONFIG, SHOW_CONFIG_MARKDOWN };
 
@@ -291,6 +304,7 @@ int main(int argc, char **argv)
     int ranks = 0, only_coll = -1, vars = 1, show = SHOW_ALL, explain = 0, nodes = 0, ppn = 0;
     size_t lo = 4, hi = (size_t)256 << 20;
     double ov[5] = {-1, -1, -1, -1, -1}; /* alpha, beta, gamma, alpha_node, beta_node */
+    double shm_ov[2] = {-1, -1};          /* alpha_shm, beta_shm */
     static const struct option longopts[] = {
         {"ranks", required_argument, NULL, 'p'},       {"coll", required_argument, NULL, 'c'},
         {"alpha", required_argument, NULL, OPT_ALPHA}, {"beta", required_argument, NULL, OPT_BETA},
@@ -298,6 +312,8 @@ int main(int argc, char **argv)
         {"alpha-node", required_argument, NULL, OPT_ALPHA_NODE},
         {"beta-node", required_argument, NULL, OPT_BETA_NODE},
         {"nodes", required_argument, NULL, OPT_NODES}, {"ppn", required_argument, NULL, OPT_PPN},
+        {"alpha-shm", required_argument, NULL, OPT_ALPHA_SHM},
+        {"beta-shm", required_argument, NULL, OPT_BETA_SHM},
         {"no-vars", no_argument, NULL, OPT_NO_VARS},
         {"config", no_argument, NULL, OPT_CONFIG},
         {"config-markdown", no_argument, NULL, OPT_CONFIG_MD},
@@ -342,6 +358,13 @@ int main(int argc, char **argv)
             if (weft_cli_parse_double(optarg, 0, 1e6, &ov[k]) != 0)
                 return weft_cli_usage_error(prog, "bad --%s '%s' (a non-negative number)",
                                             longopts[2 + k].name, optarg);
+            break;
+        }
+        case OPT_ALPHA_SHM: case OPT_BETA_SHM: {
+            const int k = opt - OPT_ALPHA_SHM;
+            if (weft_cli_parse_double(optarg, 0, 1e6, &shm_ov[k]) != 0)
+                return weft_cli_usage_error(prog, "bad --%s '%s' (a non-negative number)",
+                                            k ? "beta-shm" : "alpha-shm", optarg);
             break;
         }
         default: return weft_cli_getopt_error(prog, opt, argv, longopts);
@@ -438,6 +461,11 @@ int main(int argc, char **argv)
         if (ov[3] >= 0 && nodes >= 2) cost.alpha_node = ov[3];
         if (ov[4] >= 0 && nodes >= 2) cost.beta_node = ov[4];
         src = "given on the command line";
+    }
+    if (shm_ov[0] >= 0 || shm_ov[1] >= 0) { /* the path: both figures, or none */
+        if (shm_ov[0] >= 0) cost.alpha_shm = shm_ov[0];
+        if (shm_ov[1] >= 0) cost.beta_shm = shm_ov[1];
+        if (cost.alpha_shm <= 0 || cost.beta_shm <= 0) cost.alpha_shm = cost.beta_shm = 0;
     }
 
     if (rank == 0) {

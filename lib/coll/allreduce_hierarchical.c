@@ -5,26 +5,42 @@
  *
  * L ranks per node (every node has as many: nodes_uniform), N >= 2 nodes,
  * n bytes, m = n / L (the chunk of one local rank), an/bn: alpha_node and
- * beta_node (the transport inside a node), alpha/beta: across nodes.
+ * beta_node (the transport inside a node), as/bs: alpha_shm and beta_shm
+ * (the node's shared-memory path), alpha/beta: across nodes.
  *
- * Cost = (L-1)(an + m bn) + (L-1)/L n gamma                   intra reduce-scatter
+ * Cost = intra + (L-1)/L n gamma                              intra reduction
  *      + min(2 (N-1) alpha + 2 m (N-1)/N beta + m (N-1)/N gamma,   inter ring
  *            lg N'.(alpha + m beta + m gamma) [+ 2 (alpha + m beta) + m gamma])
  *                                                           inter recursive doubling
- *      + (L-1)(an + m bn)                                     intra allgather
+ * intra = 2 (2 as + (L-1)/L n bs)  on the node's path (n <= 16 KiB:
+ *         2 (as + n bs), the inline areas), else 2 (L-1)(an + m bn)
  * (N' the largest power of two <= N, the bracket when N is not one). INFINITY
  * when the communicator has one node or nodes of different sizes.
+ *
+ * Phases 1 and 3 run on the node's shared-memory path (backends/node.h,
+ * lib/coll/shm_common.c's two halves of an allreduce) when the communicator
+ * has it (every node opened it: lib/comm.c), else as rings over the
+ * transport. On the path a rank reads its peers' buffers once, where the
+ * rings send and receive every chunk through the transport (over TCP on
+ * some clusters' nodes), so only the inter-node phase crosses the
+ * transport: 2 (N-1)/N n/L bytes sent per rank (ring), against
+ * 2 (p-1)/p n for a flat ring or Rabenseifner.
  *
  * The vector is cut into S segments (sizes differ by at most one element),
  * each reduced by the three phases below, and the segments are pipelined:
  * segment g runs its phases one round behind segment g - 1, so while one
  * segment crosses the nodes the next is reduced inside them. S: the chunk of
- * one local rank in one segment is about WEFT_RING_CHUNK bytes (0: S = 1),
- * at most 16 segments.
+ * one local rank in one segment is about WEFT_HIER_SEGMENT bytes on the
+ * node's path, WEFT_RING_CHUNK bytes over the transport (0: S = 1), at most
+ * 16 segments. On the node's path a segment costs four synchronisations of
+ * the node's ranks: no pipeline there by default (one segment was the
+ * fastest on the 2-core multinode setup, doc/notes/node_measurements.md).
  *
- * 1. Intra-node reduce-scatter, a ring among the node's ranks: the segment is
- *    cut into L chunks (sizes differ by at most one element, the larger
- *    first); in step s = 0 .. L-2 local rank i sends chunk (i - s - 1) mod L
+ * 1. Intra-node reduce-scatter. On the node's path: one node operation
+ *    (WEFT__SHM_RS_HALF over the segment) in which local rank i reduces chunk
+ *    i of every local rank's input, in local rank order. Else a ring among
+ *    the node's ranks: the segment is cut into L chunks (sizes differ by at
+ *    most one element, the larger first); in step s = 0 .. L-2 local rank i sends chunk (i - s - 1) mod L
  *    to local rank i + 1 and receives chunk (i - s - 2) mod L from i - 1,
  *    reducing it with its own input into recvbuf. Afterwards local rank i
  *    owns chunk i, reduced over its node.
@@ -33,14 +49,21 @@
  *    the chunk cut into N pieces) or recursive doubling (folding a
  *    non-power-of-two N as allreduce_recursive_doubling.c does), whichever
  *    the cost model predicts faster for the largest chunk of a segment.
- * 3. Intra-node allgather, a ring: in step s local rank i sends chunk
+ * 3. Intra-node allgather. On the node's path: one node operation
+ *    (WEFT__SHM_AG_HALF) in which local rank i copies every other chunk from
+ *    its owner's recvbuf. Else a ring: in step s local rank i sends chunk
  *    (i - s) mod L to i + 1 and receives chunk (i - s - 1) mod L into recvbuf.
  *
- * Rounds: a segment's phases take the same rounds on every rank, R = 2 (L-1)
- * + I (I: 2 (N-1) for the ring, lg N' [+ 2 for the fold] for recursive
- * doubling; a rank with nothing to do in a round, a folded-away node or an
- * empty chunk, idles). Round t posts, for g = 0 .. S-1 in order, round t - g
- * of segment g, waits for all of it, then reduces what arrived. Every rank
+ * Rounds: a segment's phases take the same rounds on every rank, R = 2 P
+ * + I (P: 1 on the node's path, L - 1 for the rings; I: 2 (N-1) for the
+ * ring, lg N' [+ 2 for the fold] for recursive doubling; a rank with nothing
+ * to do in a round, a folded-away node or an empty chunk, idles). Round t
+ * posts, for g = 0 .. S-1 in order, round t - g of segment g's transfers,
+ * then runs the round's node operations (the allgather of segment t - R + 1,
+ * then the reduce-scatter of segment t: the order in which the op numbered
+ * them, all 2 S at its start, so every rank of a node runs them in one
+ * order), waits for the transfers, then reduces what arrived. The node
+ * operations touch other segments than the round's transfers. Every rank
  * posts the messages it exchanges with a given peer in the same order as the
  * peer posts the matching ones (round, then segment, then phase order, all
  * fixed), so one transport tag serves the whole op. The phases' peers do not
@@ -58,6 +81,7 @@
 #include <string.h>
 
 #include "coll_util.h"
+#include "coll_shm.h"
 #include "algo.h"
 #include "config.h"
 
@@ -69,14 +93,21 @@ typedef struct hier_state {
     int N, nd;        /* nodes, this rank's node */
     int S;            /* segments */
     int I, R;         /* rounds of the inter-node phase, of a segment */
+    int P;            /* rounds of phase 1 (and 3): 1 on the node's path, else L - 1 */
+    int shm;          /* phases 1 and 3 on the node's shared-memory path */
     int t;            /* current round (0 .. R + S - 2) */
     int posted;       /* round t's transfers were posted */
+    int jg;           /* node path: the next segment whose node operation round t runs */
+    int job_on;       /* node path: job is started and not cleaned up */
+    int nops;         /* node path: node operations finished (numbers seq0 + nops on) */
+    uint64_t seq0;    /* node path: the first of the 2 S node operation numbers */
     int rd;           /* inter-node phase by recursive doubling */
     int rem, newrank; /* recursive doubling: N - N', this node's participant number (-1: folded away) */
     int rdrounds;     /* lg N' */
     int W;            /* scratch slots (segments that may receive into scratch at once) */
     size_t es;        /* element size */
     size_t slot;      /* elements of one scratch slot (the largest chunk of a segment) */
+    weft__shm_job_t job; /* node path: the node operation in progress */
 } hier_state_t;
 _Static_assert(sizeof(hier_state_t) <= WEFT__PRIV_BYTES, "hier_state_t does not fit op->priv");
 
@@ -103,7 +134,11 @@ static double hier_cost(int p, size_t n, const weft__cost_t *c)
     const int L = c->ppn, N = c->nnodes;
     const double nb = (double)n, m = nb / L;
     const double an = weft__node_alpha(c), bn = weft__node_beta(c);
-    double intra = 2.0 * (L - 1) * (an + m * bn) + nb * (L - 1) / L * c->gamma;
+    /* phases 1 and 3: the node's path when the comm has it (alpha_shm > 0:
+     * agreed by all its ranks), else the rings over the transport */
+    double intra = c->alpha_shm > 0 ? weft__shm_halves_cost(L, n, c)
+                                    : 2.0 * (L - 1) * (an + m * bn);
+    intra += nb * (L - 1) / L * c->gamma;
     double ring = inter_ring_cost(N, m, c), rd = inter_rd_cost(N, m, c);
     return intra + (ring < rd ? ring : rd);
 }
@@ -162,9 +197,9 @@ static weft_status_t xfer(weft__op_t *op, const hier_state_t *s, const char *buf
  * 2 allgather), *k the round within it. Pure. */
 static void phase_of(const hier_state_t *s, int q, int *ph, int *k)
 {
-    if (q < s->L - 1) *ph = 0, *k = q;
-    else if (q < s->L - 1 + s->I) *ph = 1, *k = q - (s->L - 1);
-    else *ph = 2, *k = q - (s->L - 1 + s->I);
+    if (q < s->P) *ph = 0, *k = q;
+    else if (q < s->P + s->I) *ph = 1, *k = q - s->P;
+    else *ph = 2, *k = q - (s->P + s->I);
 }
 
 /* Post round q of segment g. Engine side. */
@@ -174,6 +209,7 @@ static weft_status_t post(weft__op_t *op, const hier_state_t *s, int g, int q)
     size_t lo, hi, rlo, rhi, clo, chi;
     int ph, k;
     phase_of(s, q, &ph, &k);
+    if (ph != 1 && s->shm) return WEFT_SUCCESS; /* a node operation (node_jobs) */
     if (ph == 0) { /* send chunk lr-k-1 (own input at k = 0), receive lr-k-2 into scratch */
         chunk(op, s, g, s->lr - k - 1, &lo, &hi);
         chunk(op, s, g, s->lr - k - 2, &rlo, &rhi);
@@ -218,6 +254,7 @@ static void after(weft__op_t *op, const hier_state_t *s, int g, int q)
     size_t lo, hi;
     int ph, k;
     phase_of(s, q, &ph, &k);
+    if (ph != 1 && s->shm) return; /* a node operation: done in node_jobs */
     if (ph == 0) { /* recvbuf[chunk] = own input OP received partial */
         chunk(op, s, g, s->lr - k - 2, &lo, &hi);
         if (hi > lo)
@@ -240,6 +277,55 @@ static void after(weft__op_t *op, const hier_state_t *s, int g, int q)
                       op->rop);
 }
 
+/* Run round t's node operations from segment s->jg on, in segment order
+ * (the allgather of an earlier segment before the reduce-scatter of a later
+ * one), each as the next of the numbers the op took at its start.
+ * WEFT_SUCCESS when all are done, WEFT_INPROGRESS while one waits for the
+ * node's peers (the round's transfers are tested meanwhile), or an error.
+ * Engine side. Never blocks. */
+static weft_status_t node_jobs(weft__op_t *op, hier_state_t *s)
+{
+    for (; s->jg < s->S; s->jg++) {
+        const int g = s->jg, q = s->t - g;
+        int ph, k;
+        if (q < 0 || q >= s->R) continue;
+        phase_of(s, q, &ph, &k);
+        if (ph == 1) continue;
+        weft__shm_job_t *j = &s->job;
+        if (!s->job_on) { /* segment g's reduce-scatter (phase 1) or allgather (phase 3) */
+            size_t slo, shi;
+            weft__block_range(op->count, s->S, g, &slo, &shi);
+            memset(j, 0, sizeof *j);
+            j->node = (weft__node_t *)op->comm->node_state;
+            j->kind = WEFT__OP_ALLREDUCE;
+            j->part = ph == 0 ? WEFT__SHM_RS_HALF : WEFT__SHM_AG_HALF;
+            j->sendbuf = (const char *)op->sendbuf + slo * s->es;
+            j->recvbuf = (char *)op->recvbuf + slo * s->es;
+            j->count = shi - slo;
+            j->bytes = j->count * s->es;
+            j->dtype = op->dtype;
+            j->rop = op->rop;
+            j->id = op->comm->id;
+            s->job_on = 1;
+            weft_status_t st = weft__shm_job_start(j, s->seq0 + (uint64_t)s->nops);
+            if (st < 0) return st;
+        }
+        weft_status_t st = weft__shm_job_step(j);
+        if (st == WEFT_INPROGRESS) { /* keep the transport's transfers moving */
+            if (op->nxfer > 0) {
+                weft_status_t ts = weft__coll_test(op);
+                if (ts < 0) return ts;
+            }
+            return WEFT_INPROGRESS;
+        }
+        if (st != WEFT_SUCCESS) return st;
+        weft__shm_job_cleanup(j);
+        s->job_on = 0;
+        s->nops++;
+    }
+    return WEFT_SUCCESS;
+}
+
 /* Thread contract: engine side. Never blocks. */
 static weft_status_t hier_step(weft__op_t *op)
 {
@@ -247,21 +333,41 @@ static weft_status_t hier_step(weft__op_t *op)
     const int rounds = s->R + s->S - 1;
     weft_status_t st;
     for (;;) {
-        if (op->nxfer > 0) {
+        if (s->t >= rounds) return WEFT_SUCCESS;
+        if (!s->posted) { /* round t: segment g's round t - g */
+            for (int g = 0; g < s->S; g++)
+                if (s->t - g >= 0 && s->t - g < s->R) WEFT__CHECK(post(op, s, g, s->t - g));
+            s->posted = 1;
+            s->jg = 0;
+        }
+        if (s->shm) {
+            st = node_jobs(op, s);
+            if (st != WEFT_SUCCESS) return st;
+        }
+        if (op->nxfer > 0) { /* nothing posted (idle round): straight on */
             st = weft__coll_test(op);
             if (st != WEFT_SUCCESS) return st;
         }
-        if (s->posted) { /* round t completed: reduce what arrived */
-            for (int g = 0; g < s->S; g++)
-                if (s->t - g >= 0 && s->t - g < s->R) after(op, s, g, s->t - g);
-            s->posted = 0;
-            s->t++;
-        }
-        if (s->t >= rounds) return WEFT_SUCCESS;
+        /* round t completed: reduce what arrived */
         for (int g = 0; g < s->S; g++)
-            if (s->t - g >= 0 && s->t - g < s->R) WEFT__CHECK(post(op, s, g, s->t - g));
-        s->posted = 1; /* nothing posted (idle round): the loop goes straight on */
+            if (s->t - g >= 0 && s->t - g < s->R) after(op, s, g, s->t - g);
+        s->posted = 0;
+        s->t++;
     }
+}
+
+/* Thread contract: engine side (after the op failed, finished or timed
+ * out). */
+static void hier_cleanup(weft__op_t *op)
+{
+    hier_state_t *s = (hier_state_t *)op->priv;
+    if (s->job_on) weft__shm_job_cleanup(&s->job);
+    s->job_on = 0;
+    /* the numbers this op took and did not finish (it failed): the node's
+     * next operation may run */
+    if (s->shm && s->seq0 != 0)
+        weft__node_end((weft__node_t *)op->comm->node_state, s->seq0 + 2 * (uint64_t)s->S - 1);
+    weft__coll_free_tmp(op);
 }
 
 /* Thread contract: engine side. Never blocks. */
@@ -281,8 +387,13 @@ static weft_status_t hier_start(weft__op_t *op)
     s->N = c->nnodes;
     s->nd = c->node;
     s->es = op->bytes / op->count;
-    /* segments: a local rank's chunk of one is about WEFT_RING_CHUNK bytes */
-    size_t seg = weft__cfg.ring_chunk, per_rank = op->bytes / (size_t)s->L;
+    /* phases 1 and 3 on the node's path: every rank of the comm has it or
+     * none (lib/comm.c), so every rank takes the same rounds */
+    s->shm = c->node_state != NULL && s->L >= 2;
+    /* segments: a local rank's chunk of one is about WEFT_HIER_SEGMENT bytes
+     * on the node's path, WEFT_RING_CHUNK over the transport */
+    size_t seg = s->shm ? weft__cfg.hier_segment : weft__cfg.ring_chunk;
+    size_t per_rank = op->bytes / (size_t)s->L;
     size_t nseg = seg == 0 ? 1 : (per_rank + seg - 1) / seg;
     if (nseg > HIER_MAX_SEGS) nseg = HIER_MAX_SEGS;
     if (nseg > op->count) nseg = op->count;
@@ -297,8 +408,17 @@ static weft_status_t hier_start(weft__op_t *op)
     double m = (double)s->slot * (double)s->es;
     s->rd = s->N >= 2 && inter_rd_cost(s->N, m, &c->cost) < inter_ring_cost(s->N, m, &c->cost);
     s->I = s->rd ? s->rdrounds + (s->rem > 0 ? 2 : 0) : 2 * (s->N - 1);
-    s->R = 2 * (s->L - 1) + s->I;
-    s->W = s->S < s->L - 1 + s->I ? s->S : s->L - 1 + s->I;
+    s->P = s->shm ? 1 : s->L - 1;
+    s->R = 2 * s->P + s->I;
+    s->W = s->S < s->P + s->I ? s->S : s->P + s->I;
+    /* Two node operations per segment, numbered now, before anything can
+     * fail: in the engine's start order, which every rank of the node
+     * shares. */
+    if (s->shm) {
+        weft__node_t *n = (weft__node_t *)c->node_state;
+        s->seq0 = weft__node_begin(n);
+        for (int i = 1; i < 2 * s->S; i++) weft__node_begin(n);
+    }
     if (s->W < 1) s->W = 1;
     if (s->L == 1 && op->recvbuf != op->sendbuf) memcpy(op->recvbuf, op->sendbuf, op->bytes);
     WEFT__CHECK(weft__coll_alloc_tmp(op, (size_t)s->W * s->slot * s->es));
@@ -312,5 +432,5 @@ const weft__algo_impl_t weft__allreduce_hierarchical_impl = {
     .supports = NULL,
     .start = hier_start,
     .step = hier_step,
-    .cleanup = weft__coll_free_tmp,
+    .cleanup = hier_cleanup,
 };

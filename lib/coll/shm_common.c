@@ -1,6 +1,8 @@
 /*
  * shm_common.c - the state machine of the node's shared-memory collectives
- * (lib/coll/coll_shm.h says what each does). Engine side.
+ * (lib/coll/coll_shm.h says what each does): a job (weft__shm_job_t) that
+ * the shm algorithms run as their whole op and the hierarchical allreduce
+ * as its phases inside a node. Engine side.
  */
 #include "coll_shm.h"
 #include "coll_util.h"
@@ -8,94 +10,122 @@
 
 enum { PH_TURN, PH_INLINE, PH_ADDR, PH_WORK, PH_GATHER, PH_DONE_WAIT };
 
-typedef struct shm_state {
-    uint64_t seq;       /* the node's number of this operation */
-    int phase;
-    int small;          /* inline path */
-    int ended;          /* weft__node_end called */
-    size_t chunk;       /* bytes per chunk (a multiple of the element size) */
-    size_t ci;          /* work cursor: chunk index within the current block */
-    int pi;             /* gather cursor: peers done (1 .. p-1) */
-    int staged;         /* allreduce through the staging areas (WEFT_SHM_COPY) */
-    int sub;            /* staged: the round's part (0 copy in, 1 reduce, 2 copy out) */
-    unsigned char *ta, *tb, *tmine; /* chunk scratch (op->tmp) */
-    unsigned char *acc; /* reduce_scatter in place: the result, copied out at the end */
-} shm_state_t;
-
-_Static_assert(sizeof(shm_state_t) <= WEFT__PRIV_BYTES, "shm state too large");
-
-static inline shm_state_t *S(weft__op_t *op) { return (shm_state_t *)(void *)op->priv; }
-static inline weft__node_t *N(weft__op_t *op) { return (weft__node_t *)op->comm->node_state; }
-
-/* Bytes of the data each rank contributes, and whether it goes inline. */
-static size_t contribution(const weft__op_t *op)
+/* Bytes of the data each rank contributes, and whether it goes inline (the
+ * same on every rank: it depends on the job's arguments only). */
+static size_t contribution(const weft__shm_job_t *j)
 {
-    return op->kind == WEFT__OP_REDUCE_SCATTER ? op->bytes * (size_t)op->comm->size : op->bytes;
+    return j->kind == WEFT__OP_REDUCE_SCATTER ? j->bytes * (size_t)j->size : j->bytes;
 }
 
-/* Byte range of block q when count elements are cut into p blocks. */
-static void block(const weft__op_t *op, int q, size_t *lo, size_t *hi)
+/* Byte range of allreduce block q: the count elements cut into size blocks
+ * (weft__block_range, as the hierarchical allreduce cuts its chunks). */
+static void block(const weft__shm_job_t *j, int q, size_t *lo, size_t *hi)
 {
-    const size_t es = op->bytes / op->count, p = (size_t)op->comm->size;
-    *lo = op->count * (size_t)q / p * es;
-    *hi = op->count * (size_t)(q + 1) / p * es;
+    weft__block_range(j->count, j->size, q, lo, hi);
+    *lo *= j->es;
+    *hi *= j->es;
 }
 
-weft_status_t weft__shm_start(weft__op_t *op)
+/* Does the job reduce (and need the chunk scratch)? */
+static bool reduces(const weft__shm_job_t *j)
 {
-    shm_state_t *s = S(op);
-    memset(s, 0, sizeof *s);
-    if (N(op) == NULL) { /* the selection never picks it then: an internal error */
-        WEFT__ERROR("comm %d: shm algorithm without the node's shared-memory path", op->comm->id);
-        return WEFT_ERR_INTERNAL;
+    switch (j->kind) {
+    case WEFT__OP_ALLREDUCE: return j->part != WEFT__SHM_AG_HALF;
+    case WEFT__OP_REDUCE_SCATTER:
+    case WEFT__OP_REDUCE: return true;
+    default: return false;
     }
-    s->seq = weft__node_begin(N(op));
-    s->small = contribution(op) <= WEFT__NODE_INLINE;
-    s->phase = PH_TURN;
-    if (op->bytes == 0 || s->small) return WEFT_INPROGRESS;
-    s->staged = op->kind == WEFT__OP_ALLREDUCE && weft__cfg.shm_copy;
-    if (s->staged) return WEFT_INPROGRESS; /* no scratch: the staging areas */
-    const size_t es = op->bytes / op->count;
-    size_t chunk = weft__cfg.shm_chunk / es * es;
-    if (chunk < es) chunk = es;
-    s->chunk = chunk;
-    WEFT__CHECK(weft__coll_alloc_tmp(op, 3 * chunk));
-    s->ta = op->tmp;
-    s->tb = s->ta + chunk;
-    s->tmine = s->tb + chunk;
-    if (op->kind == WEFT__OP_REDUCE_SCATTER && op->sendbuf == op->recvbuf) {
-        s->acc = weft__scratch_alloc(op->bytes);
-        if (s->acc == NULL) return WEFT_ERR_NO_MEMORY;
+}
+
+weft_status_t weft__shm_job_start(weft__shm_job_t *j, uint64_t seq)
+{
+    j->seq = seq;
+    j->rank = weft__node_rank(j->node);
+    j->size = weft__node_size(j->node);
+    j->phase = PH_TURN;
+    j->ended = 0;
+    j->es = j->count > 0 ? j->bytes / j->count : 1;
+    j->small = contribution(j) <= WEFT__NODE_INLINE;
+    if (j->bytes == 0 || j->small) return WEFT_INPROGRESS;
+    j->staged = j->kind == WEFT__OP_ALLREDUCE && j->part == WEFT__SHM_WHOLE && weft__cfg.shm_copy;
+    if (j->staged) return WEFT_INPROGRESS; /* no scratch: the staging areas */
+    size_t chunk = weft__cfg.shm_chunk / j->es * j->es;
+    if (chunk < j->es) chunk = j->es;
+    j->chunk = chunk;
+    if (reduces(j)) {
+        j->scratch = weft__scratch_alloc(3 * chunk);
+        if (j->scratch == NULL) {
+            WEFT__ERROR("comm %d: shm: cannot allocate %zu bytes of scratch", j->id, 3 * chunk);
+            return WEFT_ERR_NO_MEMORY;
+        }
+        j->ta = j->scratch;
+        j->tb = j->ta + chunk;
+        j->tmine = j->tb + chunk;
+    }
+    if (j->kind == WEFT__OP_REDUCE_SCATTER && j->sendbuf == j->recvbuf) {
+        j->acc = weft__scratch_alloc(j->bytes);
+        if (j->acc == NULL) {
+            WEFT__ERROR("comm %d: shm: cannot allocate %zu bytes of scratch", j->id, j->bytes);
+            return WEFT_ERR_NO_MEMORY;
+        }
     }
     return WEFT_INPROGRESS;
 }
 
-void weft__shm_cleanup(weft__op_t *op)
+void weft__shm_job_cleanup(weft__shm_job_t *j)
 {
-    shm_state_t *s = S(op);
-    if (!s->ended && N(op) != NULL) weft__node_end(N(op), s->seq); /* failed: let the next run */
-    s->ended = 1;
-    weft__scratch_free(s->acc);
-    s->acc = NULL;
-    weft__coll_free_tmp(op);
+    if (!j->ended && j->node != NULL && j->seq != 0)
+        weft__node_end(j->node, j->seq); /* failed: let the next run */
+    j->ended = 1;
+    weft__scratch_free(j->acc);
+    weft__scratch_free(j->scratch);
+    j->acc = j->scratch = j->ta = j->tb = j->tmine = NULL;
 }
+
+/* ---- the shm algorithms: the op's job ------------------------------------------ */
+static inline weft__shm_job_t *J(weft__op_t *op) { return (weft__shm_job_t *)(void *)op->priv; }
+_Static_assert(sizeof(weft__shm_job_t) <= WEFT__PRIV_BYTES, "shm job too large for op->priv");
+
+weft_status_t weft__shm_start(weft__op_t *op)
+{
+    weft__shm_job_t *j = J(op);
+    memset(j, 0, sizeof *j);
+    j->node = (weft__node_t *)op->comm->node_state;
+    if (j->node == NULL) { /* the selection never picks it then: an internal error */
+        WEFT__ERROR("comm %d: shm algorithm without the node's shared-memory path", op->comm->id);
+        return WEFT_ERR_INTERNAL;
+    }
+    j->kind = op->kind;
+    j->part = WEFT__SHM_WHOLE;
+    j->sendbuf = op->sendbuf;
+    j->recvbuf = op->recvbuf;
+    j->count = op->count;
+    j->bytes = op->bytes;
+    j->dtype = op->dtype;
+    j->rop = op->rop;
+    j->root = op->root; /* one node: node ranks are the comm's */
+    j->id = op->comm->id;
+    return weft__shm_job_start(j, weft__node_begin(j->node));
+}
+
+weft_status_t weft__shm_step(weft__op_t *op) { return weft__shm_job_step(J(op)); }
+
+void weft__shm_cleanup(weft__op_t *op) { weft__shm_job_cleanup(J(op)); }
 
 /* A source of a reduction: this rank's own bytes (or their stash), or a
  * peer's read into scratch. */
-static weft_status_t source(weft__op_t *op, int q, uint64_t off, size_t len, unsigned char *tmp,
-                            const unsigned char **out)
+static weft_status_t source(weft__shm_job_t *j, int q, uint64_t off, size_t len,
+                            unsigned char *tmp, const unsigned char **out)
 {
-    shm_state_t *s = S(op);
-    weft__node_t *n = N(op);
-    if (q == op->comm->rank) {
-        *out = op->sendbuf == op->recvbuf && s->tmine != NULL
-                   ? s->tmine
-                   : (const unsigned char *)op->sendbuf + off;
+    if (q == j->rank) {
+        *out = j->sendbuf == j->recvbuf && j->tmine != NULL
+                   ? j->tmine
+                   : (const unsigned char *)j->sendbuf + off;
         return WEFT_SUCCESS;
     }
     uint64_t sb = 0, rb = 0;
-    weft__node_peer_bufs(n, q, &sb, &rb);
-    WEFT__CHECK(weft__node_read(n, q, tmp, sb + off, len));
+    weft__node_peer_bufs(j->node, q, &sb, &rb);
+    WEFT__CHECK(weft__node_read(j->node, q, tmp, sb + off, len));
     *out = tmp;
     return WEFT_SUCCESS;
 }
@@ -103,71 +133,90 @@ static weft_status_t source(weft__op_t *op, int q, uint64_t off, size_t len, uns
 /* acc[0, len) = input_0 OP input_1 OP ... at byte offset off of every
  * rank's input, in rank order. acc may be this rank's own input (in place):
  * its bytes are stashed first. */
-static weft_status_t reduce_chunk(weft__op_t *op, unsigned char *acc, uint64_t off, size_t len)
+static weft_status_t reduce_chunk(weft__shm_job_t *j, unsigned char *acc, uint64_t off, size_t len)
 {
-    shm_state_t *s = S(op);
-    const int p = op->comm->size;
-    const size_t cnt = len / (op->bytes / op->count);
-    if (op->sendbuf == op->recvbuf) memcpy(s->tmine, (const unsigned char *)op->sendbuf + off, len);
+    const int p = j->size;
+    const size_t cnt = len / j->es;
+    if (j->sendbuf == j->recvbuf) memcpy(j->tmine, (const unsigned char *)j->sendbuf + off, len);
     const unsigned char *a = NULL, *b = NULL;
-    WEFT__CHECK(source(op, 0, off, len, s->ta, &a));
-    WEFT__CHECK(source(op, 1, off, len, s->tb, &b));
-    weft__reduce3(acc, a, b, cnt, op->dtype, op->rop);
+    WEFT__CHECK(source(j, 0, off, len, j->ta, &a));
+    WEFT__CHECK(source(j, 1, off, len, j->tb, &b));
+    weft__reduce3(acc, a, b, cnt, j->dtype, j->rop);
     for (int q = 2; q < p; q++) {
-        WEFT__CHECK(source(op, q, off, len, s->ta, &a));
-        weft__reduce(acc, a, cnt, op->dtype, op->rop);
+        WEFT__CHECK(source(j, q, off, len, j->ta, &a));
+        weft__reduce(acc, a, cnt, j->dtype, j->rop);
     }
     return WEFT_SUCCESS;
 }
 
 /* ---- small operations: one synchronisation through the inline areas ---------- */
-static weft_status_t small_step(weft__op_t *op)
+static weft_status_t small_step(weft__shm_job_t *j)
 {
-    shm_state_t *s = S(op);
-    weft__node_t *n = N(op);
-    const int p = op->comm->size, r = op->comm->rank;
-    const size_t nb = op->bytes, cnt = op->count;
-    if (s->phase == PH_INLINE) {
-        if (!weft__node_inline_free(n, s->seq)) return WEFT_INPROGRESS;
-        const bool root_only = op->kind == WEFT__OP_BCAST;
-        if (!root_only || r == op->root) {
-            const void *src = root_only ? op->recvbuf : op->sendbuf;
-            memcpy(weft__node_inline(n, r, s->seq), src, contribution(op));
+    weft__node_t *n = j->node;
+    const int p = j->size, r = j->rank;
+    const size_t nb = j->bytes, cnt = j->count;
+    size_t lo = 0, hi = 0;
+    if (j->phase == PH_INLINE) {
+        if (!weft__node_inline_free(n, j->seq)) return WEFT_INPROGRESS;
+        unsigned char *mine = weft__node_inline(n, r, j->seq);
+        if (j->part == WEFT__SHM_AG_HALF) { /* this rank's final block, at its offset */
+            block(j, r, &lo, &hi);
+            memcpy(mine + lo, (const unsigned char *)j->recvbuf + lo, hi - lo);
+        } else if (j->kind != WEFT__OP_BCAST || r == j->root) {
+            const void *src = j->kind == WEFT__OP_BCAST ? j->recvbuf : j->sendbuf;
+            memcpy(mine, src, contribution(j));
         }
-        weft__node_post(n, s->seq, op->sendbuf, op->recvbuf);
-        s->phase = PH_ADDR;
+        weft__node_post(n, j->seq, j->sendbuf, j->recvbuf);
+        j->phase = PH_ADDR;
     }
     /* who must have posted before this rank reads */
-    bool need_all = op->kind != WEFT__OP_BCAST && op->kind != WEFT__OP_REDUCE;
-    if (op->kind == WEFT__OP_REDUCE) need_all = r == op->root;
-    if (need_all && !weft__node_all_reached(n, s->seq, 1)) return WEFT_INPROGRESS;
-    if (op->kind == WEFT__OP_BCAST && r != op->root &&
-        !weft__node_reached(n, op->root, s->seq, 1))
+    bool need_all = j->kind != WEFT__OP_BCAST && j->kind != WEFT__OP_REDUCE;
+    if (j->kind == WEFT__OP_REDUCE) need_all = r == j->root;
+    if (need_all && !weft__node_all_reached(n, j->seq, 1)) return WEFT_INPROGRESS;
+    if (j->kind == WEFT__OP_BCAST && r != j->root && !weft__node_reached(n, j->root, j->seq, 1))
         return WEFT_INPROGRESS;
     const unsigned char *in[2];
-    switch (op->kind) {
+    switch (j->kind) {
     case WEFT__OP_ALLREDUCE:
+        if (j->part == WEFT__SHM_AG_HALF) {
+            for (int q = 0; q < p; q++) {
+                if (q == r) continue;
+                block(j, q, &lo, &hi);
+                memcpy((unsigned char *)j->recvbuf + lo,
+                       (const unsigned char *)weft__node_inline(n, q, j->seq) + lo, hi - lo);
+            }
+            break;
+        } /* else the whole vector, or (RS_HALF) block r of it: */
+        /* fall through */
     case WEFT__OP_REDUCE_SCATTER:
     case WEFT__OP_REDUCE: {
-        if (op->kind == WEFT__OP_REDUCE && r != op->root) break;
-        const size_t off = op->kind == WEFT__OP_REDUCE_SCATTER ? (size_t)r * nb : 0;
+        if (j->kind == WEFT__OP_REDUCE && r != j->root) break;
+        size_t off = j->kind == WEFT__OP_REDUCE_SCATTER ? (size_t)r * nb : 0, c = cnt;
+        unsigned char *out = j->recvbuf;
+        if (j->part == WEFT__SHM_RS_HALF) {
+            block(j, r, &lo, &hi);
+            off = lo;
+            c = (hi - lo) / j->es;
+            out += lo;
+            if (c == 0) break;
+        }
         for (int q = 0; q < 2; q++)
-            in[q] = (const unsigned char *)weft__node_inline(n, q, s->seq) + off;
-        weft__reduce3(op->recvbuf, in[0], in[1], cnt, op->dtype, op->rop);
+            in[q] = (const unsigned char *)weft__node_inline(n, q, j->seq) + off;
+        weft__reduce3(out, in[0], in[1], c, j->dtype, j->rop);
         for (int q = 2; q < p; q++)
-            weft__reduce(op->recvbuf, (const unsigned char *)weft__node_inline(n, q, s->seq) + off,
-                         cnt, op->dtype, op->rop);
+            weft__reduce(out, (const unsigned char *)weft__node_inline(n, q, j->seq) + off, c,
+                         j->dtype, j->rop);
         break;
     }
     case WEFT__OP_ALLGATHER:
         for (int q = 0; q < p; q++)
-            if (q != r) memcpy((unsigned char *)op->recvbuf + (size_t)q * nb,
-                               weft__node_inline(n, q, s->seq), nb);
-        if ((const unsigned char *)op->sendbuf != (unsigned char *)op->recvbuf + (size_t)r * nb)
-            memcpy((unsigned char *)op->recvbuf + (size_t)r * nb, op->sendbuf, nb);
+            if (q != r) memcpy((unsigned char *)j->recvbuf + (size_t)q * nb,
+                               weft__node_inline(n, q, j->seq), nb);
+        if ((const unsigned char *)j->sendbuf != (unsigned char *)j->recvbuf + (size_t)r * nb)
+            memcpy((unsigned char *)j->recvbuf + (size_t)r * nb, j->sendbuf, nb);
         break;
     case WEFT__OP_BCAST:
-        if (r != op->root) memcpy(op->recvbuf, weft__node_inline(n, op->root, s->seq), nb);
+        if (r != j->root) memcpy(j->recvbuf, weft__node_inline(n, j->root, j->seq), nb);
         break;
     default:
         return WEFT_ERR_INTERNAL;
@@ -177,42 +226,49 @@ static weft_status_t small_step(weft__op_t *op)
 
 /* ---- large operations: single-copy reads of the peers' buffers ----------------- */
 /* Which peers this rank reads (and must see posted first). */
-static bool reads_all(const weft__op_t *op)
+static bool reads_all(const weft__shm_job_t *j)
 {
-    switch (op->kind) {
+    switch (j->kind) {
     case WEFT__OP_BCAST: return false;
-    case WEFT__OP_REDUCE: return op->comm->rank == op->root;
+    case WEFT__OP_REDUCE: return j->rank == j->root;
     default: return true;
     }
 }
 
+/* Does the job have a gather part (reads blocks the peers own)? */
+static bool gathers(const weft__shm_job_t *j)
+{
+    return (j->kind == WEFT__OP_ALLREDUCE && j->part != WEFT__SHM_RS_HALF) ||
+           j->kind == WEFT__OP_ALLGATHER;
+}
+
 /* The reduce-scatter part: this rank's block, chunk by chunk (allreduce:
  * published as they are done; reduce: the root's whole vector). */
-static weft_status_t work(weft__op_t *op)
+static weft_status_t work(weft__shm_job_t *j)
 {
-    shm_state_t *s = S(op);
-    weft__node_t *n = N(op);
-    const int r = op->comm->rank;
-    size_t lo = 0, hi = op->bytes;
-    unsigned char *out = op->recvbuf; /* where input offset lo's result goes */
-    switch (op->kind) {
+    weft__node_t *n = j->node;
+    const int r = j->rank;
+    size_t lo = 0, hi = j->bytes;
+    unsigned char *out = j->recvbuf; /* where input offset lo's result goes */
+    switch (j->kind) {
     case WEFT__OP_ALLREDUCE:
-        block(op, r, &lo, &hi);
+        if (j->part == WEFT__SHM_AG_HALF) return WEFT_SUCCESS; /* all in the gather phase */
+        block(j, r, &lo, &hi);
         out += lo;
         break;
     case WEFT__OP_REDUCE_SCATTER: /* block r of the p-block input into the output */
-        lo = (size_t)r * op->bytes;
-        hi = lo + op->bytes;
-        out = s->acc != NULL ? s->acc : (unsigned char *)op->recvbuf;
+        lo = (size_t)r * j->bytes;
+        hi = lo + j->bytes;
+        out = j->acc != NULL ? j->acc : (unsigned char *)j->recvbuf;
         break;
     case WEFT__OP_REDUCE:
-        if (r != op->root) return WEFT_SUCCESS;
+        if (r != j->root) return WEFT_SUCCESS;
         break;
     case WEFT__OP_BCAST:
-        if (r != op->root) {
+        if (r != j->root) {
             uint64_t sb = 0, rb = 0;
-            weft__node_peer_bufs(n, op->root, &sb, &rb);
-            WEFT__CHECK(weft__node_read(n, op->root, op->recvbuf, rb, op->bytes));
+            weft__node_peer_bufs(n, j->root, &sb, &rb);
+            WEFT__CHECK(weft__node_read(n, j->root, j->recvbuf, rb, j->bytes));
         }
         return WEFT_SUCCESS;
     case WEFT__OP_ALLGATHER:
@@ -220,89 +276,91 @@ static weft_status_t work(weft__op_t *op)
     default:
         return WEFT_ERR_INTERNAL;
     }
-    for (size_t off = lo + s->ci * s->chunk; off < hi; off += s->chunk, s->ci++) {
-        const size_t len = hi - off < s->chunk ? hi - off : s->chunk;
-        WEFT__CHECK(reduce_chunk(op, out + (off - lo), off, len));
-        if (op->kind == WEFT__OP_ALLREDUCE) weft__node_publish(n, s->seq, 2 + (uint32_t)s->ci);
+    for (size_t off = lo + j->ci * j->chunk; off < hi; off += j->chunk, j->ci++) {
+        const size_t len = hi - off < j->chunk ? hi - off : j->chunk;
+        WEFT__CHECK(reduce_chunk(j, out + (off - lo), off, len));
+        if (j->kind == WEFT__OP_ALLREDUCE && j->part == WEFT__SHM_WHOLE)
+            weft__node_publish(n, j->seq, 2 + (uint32_t)j->ci);
     }
     return WEFT_SUCCESS;
 }
 
 /* The allgather part: allreduce reads every other block from its owner's
- * output as the owner publishes its chunks; allgather reads every peer's
- * input. Returns WEFT_INPROGRESS while a chunk is not ready. */
-static weft_status_t gather(weft__op_t *op)
+ * output as the owner publishes its chunks (the AG half: the owner's block
+ * was final when it posted); allgather reads every peer's input. Returns
+ * WEFT_INPROGRESS while a chunk is not ready. */
+static weft_status_t gather(weft__shm_job_t *j)
 {
-    shm_state_t *s = S(op);
-    weft__node_t *n = N(op);
-    const int p = op->comm->size, r = op->comm->rank;
-    if (op->kind == WEFT__OP_ALLGATHER && s->pi == 0) {
-        unsigned char *mine = (unsigned char *)op->recvbuf + (size_t)r * op->bytes;
-        if (mine != (const unsigned char *)op->sendbuf) memcpy(mine, op->sendbuf, op->bytes);
+    weft__node_t *n = j->node;
+    const int p = j->size, r = j->rank;
+    if (j->kind == WEFT__OP_ALLGATHER && j->pi == 0) {
+        unsigned char *mine = (unsigned char *)j->recvbuf + (size_t)r * j->bytes;
+        if (mine != (const unsigned char *)j->sendbuf) memcpy(mine, j->sendbuf, j->bytes);
     }
-    if (s->pi == 0) s->pi = 1;
-    for (; s->pi < p; s->pi++, s->ci = 0) {
-        const int q = (r + s->pi) % p;
+    if (j->pi == 0) j->pi = 1;
+    for (; j->pi < p; j->pi++, j->ci = 0) {
+        const int q = (r + j->pi) % p;
         uint64_t sb = 0, rb = 0;
         weft__node_peer_bufs(n, q, &sb, &rb);
-        if (op->kind == WEFT__OP_ALLGATHER) {
-            const size_t off = (size_t)q * op->bytes;
-            WEFT__CHECK(weft__node_read(n, q, (unsigned char *)op->recvbuf + off, sb, op->bytes));
+        if (j->kind == WEFT__OP_ALLGATHER) {
+            const size_t off = (size_t)q * j->bytes;
+            WEFT__CHECK(weft__node_read(n, q, (unsigned char *)j->recvbuf + off, sb, j->bytes));
             continue;
         }
         size_t lo = 0, hi = 0;
-        block(op, q, &lo, &hi);
-        for (size_t off = lo + s->ci * s->chunk; off < hi; off += s->chunk, s->ci++) {
-            if (!weft__node_reached(n, q, s->seq, 2 + (uint32_t)s->ci)) return WEFT_INPROGRESS;
-            const size_t len = hi - off < s->chunk ? hi - off : s->chunk;
-            WEFT__CHECK(weft__node_read(n, q, (unsigned char *)op->recvbuf + off, rb + off, len));
+        block(j, q, &lo, &hi);
+        for (size_t off = lo + j->ci * j->chunk; off < hi; off += j->chunk, j->ci++) {
+            if (j->part == WEFT__SHM_WHOLE &&
+                !weft__node_reached(n, q, j->seq, 2 + (uint32_t)j->ci))
+                return WEFT_INPROGRESS;
+            const size_t len = hi - off < j->chunk ? hi - off : j->chunk;
+            WEFT__CHECK(weft__node_read(n, q, (unsigned char *)j->recvbuf + off, rb + off, len));
             weft__engine_events++;
         }
     }
     return WEFT_SUCCESS;
 }
 
-static weft_status_t large_step(weft__op_t *op)
+static weft_status_t large_step(weft__shm_job_t *j)
 {
-    shm_state_t *s = S(op);
-    weft__node_t *n = N(op);
-    const int r = op->comm->rank;
-    switch (s->phase) {
+    weft__node_t *n = j->node;
+    const int r = j->rank;
+    switch (j->phase) {
     case PH_INLINE: /* (large operations skip the inline areas) */
-        weft__node_post(n, s->seq, op->sendbuf, op->recvbuf);
-        s->phase = PH_ADDR;
+        weft__node_post(n, j->seq, j->sendbuf, j->recvbuf);
+        j->phase = PH_ADDR;
         /* fall through */
     case PH_ADDR:
-        if (reads_all(op) ? !weft__node_all_reached(n, s->seq, 1)
-                          : op->kind == WEFT__OP_BCAST && r != op->root &&
-                                !weft__node_reached(n, op->root, s->seq, 1))
+        if (reads_all(j) ? !weft__node_all_reached(n, j->seq, 1)
+                         : j->kind == WEFT__OP_BCAST && r != j->root &&
+                               !weft__node_reached(n, j->root, j->seq, 1))
             return WEFT_INPROGRESS;
-        s->phase = PH_WORK;
+        j->phase = PH_WORK;
         /* fall through */
     case PH_WORK:
-        WEFT__CHECK(work(op));
-        s->phase = PH_GATHER;
-        s->ci = 0;
+        WEFT__CHECK(work(j));
+        j->phase = PH_GATHER;
+        j->ci = 0;
         /* fall through */
     case PH_GATHER:
-        if (op->kind == WEFT__OP_ALLREDUCE || op->kind == WEFT__OP_ALLGATHER) {
-            weft_status_t st = gather(op);
+        if (gathers(j)) {
+            weft_status_t st = gather(j);
             if (st != WEFT_SUCCESS) return st;
         }
-        weft__node_publish(n, s->seq, WEFT__NODE_DONE);
-        s->phase = PH_DONE_WAIT;
+        weft__node_publish(n, j->seq, WEFT__NODE_DONE);
+        j->phase = PH_DONE_WAIT;
         /* fall through */
     case PH_DONE_WAIT: {
         /* Wait until nobody reads this rank's buffers any more: every peer
          * for a rank whose buffers they read; bcast / reduce: the root
          * waits for all, the others for the root (reduce) or nobody. */
         bool ok;
-        if (op->kind == WEFT__OP_BCAST) ok = r != op->root || weft__node_all_reached(n, s->seq, WEFT__NODE_DONE);
-        else if (op->kind == WEFT__OP_REDUCE)
-            ok = r == op->root || weft__node_reached(n, op->root, s->seq, WEFT__NODE_DONE);
-        else ok = weft__node_all_reached(n, s->seq, WEFT__NODE_DONE);
+        if (j->kind == WEFT__OP_BCAST) ok = r != j->root || weft__node_all_reached(n, j->seq, WEFT__NODE_DONE);
+        else if (j->kind == WEFT__OP_REDUCE)
+            ok = r == j->root || weft__node_reached(n, j->root, j->seq, WEFT__NODE_DONE);
+        else ok = weft__node_all_reached(n, j->seq, WEFT__NODE_DONE);
         if (!ok) return WEFT_INPROGRESS;
-        if (s->acc != NULL) memcpy(op->recvbuf, s->acc, op->bytes);
+        if (j->acc != NULL) memcpy(j->recvbuf, j->acc, j->bytes);
         return WEFT_SUCCESS;
     }
     default:
@@ -329,59 +387,57 @@ static weft_status_t large_step(weft__op_t *op)
 #define ST_RED(t) (3u + 3u * (uint32_t)(t))
 #define ST_GOT(t) (4u + 3u * (uint32_t)(t))
 
-static size_t staged_per(const weft__op_t *op) /* elements of a block in a full round */
+static size_t staged_per(const weft__shm_job_t *j) /* elements of a block in a full round */
 {
-    const size_t es = op->bytes / op->count;
-    return WEFT__NODE_STAGE_CHUNK / es;
+    return WEFT__NODE_STAGE_CHUNK / j->es;
 }
 
-static size_t staged_rounds(const weft__op_t *op)
+static size_t staged_rounds(const weft__shm_job_t *j)
 {
-    const size_t full = staged_per(op) * (size_t)op->comm->size;
-    return (op->count + full - 1) / full;
+    const size_t full = staged_per(j) * (size_t)j->size;
+    return (j->count + full - 1) / full;
 }
 
 /* Byte range of block q of round t, and the round's first byte. */
-static void round_block(const weft__op_t *op, size_t t, int q, size_t *lo, size_t *hi,
+static void round_block(const weft__shm_job_t *j, size_t t, int q, size_t *lo, size_t *hi,
                         size_t *base)
 {
-    const size_t es = op->bytes / op->count, p = (size_t)op->comm->size;
-    const size_t full = staged_per(op) * p, first = t * full;
-    size_t cnt = op->count - first;
+    const size_t es = j->es, p = (size_t)j->size;
+    const size_t full = staged_per(j) * p, first = t * full;
+    size_t cnt = j->count - first;
     if (cnt > full) cnt = full;
     *base = first * es;
     *lo = (first + cnt * (size_t)q / p) * es;
     *hi = (first + cnt * (size_t)(q + 1) / p) * es;
 }
 
-static weft_status_t staged_step(weft__op_t *op)
+static weft_status_t staged_step(weft__shm_job_t *j)
 {
-    shm_state_t *s = S(op);
-    weft__node_t *n = N(op);
-    const int p = op->comm->size, r = op->comm->rank;
-    const size_t nr = staged_rounds(op), es = op->bytes / op->count;
-    const unsigned char *in = op->sendbuf;
-    unsigned char *out = op->recvbuf;
+    weft__node_t *n = j->node;
+    const int p = j->size, r = j->rank;
+    const size_t nr = staged_rounds(j), es = j->es;
+    const unsigned char *in = j->sendbuf;
+    unsigned char *out = j->recvbuf;
     size_t lo, hi, base;
-    for (; s->ci < nr; s->ci++, s->sub = 0, s->pi = 0) {
-        const size_t t = s->ci;
+    for (; j->ci < nr; j->ci++, j->sub = 0, j->pi = 0) {
+        const size_t t = j->ci;
         const int half = (int)(t & 1);
-        if (s->sub == 0) { /* copy in the blocks the peers reduce */
-            if (t >= 2 && !weft__node_all_reached(n, s->seq, ST_RED(t - 2))) return WEFT_INPROGRESS;
+        if (j->sub == 0) { /* copy in the blocks the peers reduce */
+            if (t >= 2 && !weft__node_all_reached(n, j->seq, ST_RED(t - 2))) return WEFT_INPROGRESS;
             unsigned char *mine = weft__node_stage(n, r, half, 0);
             for (int q = 0; q < p; q++) {
                 if (q == r) continue;
-                round_block(op, t, q, &lo, &hi, &base);
+                round_block(j, t, q, &lo, &hi, &base);
                 memcpy(mine + (lo - base), in + lo, hi - lo);
             }
-            weft__node_publish(n, s->seq, ST_IN(t));
-            s->sub = 1;
+            weft__node_publish(n, j->seq, ST_IN(t));
+            j->sub = 1;
             weft__engine_events++;
         }
-        if (s->sub == 1) { /* reduce this rank's block */
-            if (!weft__node_all_reached(n, s->seq, ST_IN(t))) return WEFT_INPROGRESS;
-            if (t >= 2 && !weft__node_all_reached(n, s->seq, ST_GOT(t - 2))) return WEFT_INPROGRESS;
-            round_block(op, t, r, &lo, &hi, &base);
+        if (j->sub == 1) { /* reduce this rank's block */
+            if (!weft__node_all_reached(n, j->seq, ST_IN(t))) return WEFT_INPROGRESS;
+            if (t >= 2 && !weft__node_all_reached(n, j->seq, ST_GOT(t - 2))) return WEFT_INPROGRESS;
+            round_block(j, t, r, &lo, &hi, &base);
             unsigned char *res = weft__node_stage(n, r, half, 1);
             const unsigned char *src[2];
             for (int q = 0; q < 2; q++)
@@ -389,65 +445,64 @@ static weft_status_t staged_step(weft__op_t *op)
                                 : (const unsigned char *)weft__node_stage(n, q, half, 0) + (lo - base);
             const size_t cnt = (hi - lo) / es;
             if (cnt > 0) {
-                weft__reduce3(res, src[0], src[1], cnt, op->dtype, op->rop);
+                weft__reduce3(res, src[0], src[1], cnt, j->dtype, j->rop);
                 for (int q = 2; q < p; q++)
                     weft__reduce(res, q == r ? in + lo
                                              : (const unsigned char *)weft__node_stage(n, q, half, 0) +
                                                    (lo - base),
-                                 cnt, op->dtype, op->rop);
+                                 cnt, j->dtype, j->rop);
                 memcpy(out + lo, res, hi - lo); /* in place: block r's input was read above */
             }
-            weft__node_publish(n, s->seq, ST_RED(t));
-            s->sub = 2;
-            s->pi = 1;
+            weft__node_publish(n, j->seq, ST_RED(t));
+            j->sub = 2;
+            j->pi = 1;
             weft__engine_events++;
         }
-        for (; s->pi < p; s->pi++) { /* copy out the peers' blocks */
-            const int q = (r + s->pi) % p;
-            if (!weft__node_reached(n, q, s->seq, ST_RED(t))) return WEFT_INPROGRESS;
-            round_block(op, t, q, &lo, &hi, &base);
+        for (; j->pi < p; j->pi++) { /* copy out the peers' blocks */
+            const int q = (r + j->pi) % p;
+            if (!weft__node_reached(n, q, j->seq, ST_RED(t))) return WEFT_INPROGRESS;
+            round_block(j, t, q, &lo, &hi, &base);
             memcpy(out + lo, weft__node_stage(n, q, half, 1), hi - lo);
         }
-        weft__node_publish(n, s->seq, ST_GOT(t));
+        weft__node_publish(n, j->seq, ST_GOT(t));
     }
-    if (nr > 0 && !weft__node_all_reached(n, s->seq, ST_GOT(nr - 1))) return WEFT_INPROGRESS;
+    if (nr > 0 && !weft__node_all_reached(n, j->seq, ST_GOT(nr - 1))) return WEFT_INPROGRESS;
     return WEFT_SUCCESS;
 }
 
-weft_status_t weft__shm_step(weft__op_t *op)
+weft_status_t weft__shm_job_step(weft__shm_job_t *j)
 {
-    shm_state_t *s = S(op);
-    weft__node_t *n = N(op);
-    if (s->phase == PH_TURN) {
-        if (!weft__node_turn(n, s->seq)) return WEFT_INPROGRESS;
-        s->phase = PH_INLINE;
-        if (op->bytes == 0) { /* nothing to move; the numbering goes on */
-            weft__node_publish(n, s->seq, WEFT__NODE_DONE);
-            weft__node_end(n, s->seq);
-            s->ended = 1;
+    weft__node_t *n = j->node;
+    if (j->phase == PH_TURN) {
+        if (!weft__node_turn(n, j->seq)) return WEFT_INPROGRESS;
+        j->phase = PH_INLINE;
+        if (j->bytes == 0) { /* nothing to move; the numbering goes on */
+            weft__node_publish(n, j->seq, WEFT__NODE_DONE);
+            weft__node_end(n, j->seq);
+            j->ended = 1;
             return WEFT_SUCCESS;
         }
     }
-    const int phase = s->phase;
-    const size_t ci = s->ci;
-    const int pi = s->pi;
+    const int phase = j->phase;
+    const size_t ci = j->ci;
+    const int pi = j->pi;
     weft_status_t st;
-    if (s->small) {
-        st = small_step(op);
-    } else if (s->staged) {
-        if (s->phase == PH_INLINE) {
-            weft__node_post(n, s->seq, op->sendbuf, op->recvbuf);
-            s->phase = PH_WORK;
+    if (j->small) {
+        st = small_step(j);
+    } else if (j->staged) {
+        if (j->phase == PH_INLINE) {
+            weft__node_post(n, j->seq, j->sendbuf, j->recvbuf);
+            j->phase = PH_WORK;
         }
-        st = staged_step(op);
+        st = staged_step(j);
     } else {
-        st = large_step(op);
+        st = large_step(j);
     }
-    if (st == WEFT_INPROGRESS && (phase != s->phase || ci != s->ci || pi != s->pi))
+    if (st == WEFT_INPROGRESS && (phase != j->phase || ci != j->ci || pi != j->pi))
         weft__engine_events++; /* progress the status does not show */
     if (st == WEFT_SUCCESS) {
-        weft__node_end(n, s->seq);
-        s->ended = 1;
+        weft__node_end(n, j->seq);
+        j->ended = 1;
     }
     return st;
 }
@@ -478,4 +533,17 @@ double weft__shm_cost(weft__opkind_t kind, int p, size_t n, const weft__cost_t *
     default:
         return INFINITY;
     }
+}
+
+double weft__shm_halves_cost(int p, size_t n, const weft__cost_t *c)
+{
+    if (c->alpha_shm <= 0 || p < 2) return INFINITY;
+    const double a = c->alpha_shm, b = c->beta_shm, dn = (double)n;
+    const double f = (double)(p - 1) / p;
+    /* small: each half copies into its inline area and out of the peers'
+     * (about n bytes each way); large: each reads the (p-1)/p n bytes of
+     * the others' blocks, after a publish and before the final one. The
+     * reductions (f n gamma) are the caller's to count. */
+    if (n <= WEFT__NODE_INLINE) return 2 * (a + dn * b);
+    return 2 * (2 * a + f * dn * b);
 }

@@ -478,3 +478,31 @@ int mt_shm_runs(mt_ctx_t *t)
     const char *e = getenv("WEFT_SHM");
     return nnodes == 1 && t->size > 1 && (e == NULL || strcmp(e, "0") != 0);
 }
+
+int mt_node_path_expected(mt_ctx_t *t)
+{
+    int nnodes = 0, uniform = 0;
+    mt_nodes(t, &nnodes, &uniform);
+    const char *e = getenv("WEFT_SHM");
+    if (e != NULL && strcmp(e, "0") == 0) return 0;
+    if (nnodes == 1) return t->size > 1;
+    return nnodes >= 2 && uniform && t->size / nnodes >= 2;
+}
+
+int mt_node_path_mapped(mt_ctx_t *t)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (f == NULL) {
+        mt_error(t, "mt_node_path_mapped: cannot open /proc/self/maps");
+        return -1;
+    }
+    char line[4096];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f) != NULL)
+        found = strstr(line, "memfd:weft-node") != NULL;
+    if (fclose(f) != 0) {
+        mt_error(t, "mt_node_path_mapped: fclose failed");
+        return -1;
+    }
+    return found;
+}

@@ -149,6 +149,20 @@ int mt_hier_runs(mt_ctx_t *t);
  * mt_hier_runs); cached.
  */
 int mt_shm_runs(mt_ctx_t *t);
+/**
+ * Should t->comm have opened the node's shared-memory path (WEFT_SHM not 0,
+ * nodes of equal size found as for mt_hier_runs): all ranks on one node
+ * (the shm algorithms), or nodes of two or more ranks each (the
+ * hierarchical allreduce's phases inside the nodes)? Collective on the
+ * first call (shared with mt_hier_runs); cached.
+ */
+int mt_node_path_expected(mt_ctx_t *t);
+/**
+ * Has this process mapped a node segment ("memfd:weft-node" in
+ * /proc/self/maps)? 1 yes, 0 no, -1 when the maps cannot be read (an error
+ * is counted).
+ */
+int mt_node_path_mapped(mt_ctx_t *t);
 
 /** Integer environment variable, or dflt if unset/unparsable. */
 long mt_env_long(const char *name, long dflt);

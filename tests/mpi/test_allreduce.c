@@ -308,6 +308,14 @@ int main(int argc, char **argv)
                      weft_algo_name(q), weft_algo_name(env_algo));
     }
     mt_info(&T, "test_allreduce: %d ranks, algorithm %s", P, env && *env ? env : "auto");
+    /* The node's shared-memory path is open exactly where it serves: a
+     * one-node comm, or (for the hierarchical allreduce's phases inside the
+     * nodes) every node of a comm across nodes; WEFT_SHM=0 keeps the
+     * transport everywhere. */
+    const int want_path = mt_node_path_expected(&T), mapped = mt_node_path_mapped(&T);
+    if (mapped >= 0)
+        MT_CHECK(&T, mapped == want_path, "node segment %s, expected %s", mapped ? "mapped" : "absent",
+                 want_path ? "mapped" : "absent");
 
     /* 1. Every valid pair at the small counts. */
     const size_t small[] = {0, 1, 3, (size_t)(P - 1), (size_t)P, (size_t)(P + 1), 17, 1000};

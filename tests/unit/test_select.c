@@ -378,6 +378,67 @@ START_TEST(hierarchical_selection)
 }
 END_TEST
 
+/* Predicted seconds of algo among ex's candidates (NAN if absent). */
+static double cand_cost(const weft__select_explain_t *ex, weft_algo_t algo)
+{
+    for (int i = 0; i < ex->ncand; i++)
+        if (ex->cand[i].algo == algo) return ex->cand[i].cost;
+    return NAN;
+}
+
+/* The hierarchical allreduce on the node's shared-memory path: 2 nodes x 2
+ * ranks whose transport is as slow inside a node as across (TCP
+ * everywhere, as in the multinode setup). Over the transport its phases
+ * inside the nodes cost what a flat Rabenseifner's exchanges do, so it
+ * does not win; on the path (alpha_shm > 0: the comm has it) only the
+ * inter-node phase crosses the transport and it is chosen from 1 MiB up.
+ * The flat shm algorithm still cannot run across nodes. */
+START_TEST(hierarchical_shm_selection)
+{
+    reset_config();
+    weft__cost_t c = {.alpha = 3e-5, .beta = 2.5e-9, .gamma = 2.5e-10, .alpha_node = 3e-5,
+                      .beta_node = 2.5e-9, .nnodes = 2, .ppn = 2};
+    weft__select_comm_t sc = {.size = 4, .cost = c, .forced = WEFT_ALGO_AUTO};
+    weft__select_explain_t ex;
+    for (size_t bytes = 1u << 20; bytes <= (256u << 20); bytes *= 4) {
+        sc.cost = c; /* no path */
+        weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, bytes, WEFT_FLOAT32, WEFT_SUM,
+                             WEFT__MEM_HOST, &ex);
+        const double over_tp = cand_cost(&ex, WEFT_ALGO_HIERARCHICAL);
+        const double raben = cand_cost(&ex, WEFT_ALGO_RABENSEIFNER);
+        ck_assert_msg(over_tp >= 0.95 * raben, "%zu bytes: hierarchical over the transport "
+                      "predicted %.3g s, Rabenseifner %.3g s", bytes, over_tp, raben);
+        sc.cost.alpha_shm = 2e-7;
+        sc.cost.beta_shm = 1.2e-10;
+        weft_algo_t a = weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, bytes, WEFT_FLOAT32,
+                                             WEFT_SUM, WEFT__MEM_HOST, &ex);
+        ck_assert_msg(a == WEFT_ALGO_HIERARCHICAL, "%zu bytes: the model picks %s", bytes,
+                      weft_algo_name(a));
+        const double on_path = cand_cost(&ex, WEFT_ALGO_HIERARCHICAL);
+        /* the transport carries n/2 bytes per rank instead of 1.5 n */
+        ck_assert_msg(on_path < 0.6 * raben && on_path < 0.6 * over_tp,
+                      "%zu bytes: on the path %.3g s, over the transport %.3g s, "
+                      "Rabenseifner %.3g s", bytes, on_path, over_tp, raben);
+        ck_assert(isinf(cand_cost(&ex, WEFT_ALGO_SHM)) || isnan(cand_cost(&ex, WEFT_ALGO_SHM)));
+        /* forced shm gives way on a comm across nodes, path or not */
+        sc.forced = WEFT_ALGO_SHM;
+        ck_assert_int_ne(weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, bytes, WEFT_FLOAT32,
+                                              WEFT_SUM, WEFT__MEM_HOST, &ex), WEFT_ALGO_SHM);
+        ck_assert_int_eq(ex.replaced, WEFT_ALGO_SHM);
+        sc.forced = WEFT_ALGO_AUTO;
+    }
+    /* a path as slow as the transport (alpha_shm, beta_shm = the node's
+     * figures): no better than the rings over the transport */
+    sc.cost = c;
+    sc.cost.alpha_shm = c.alpha_node;
+    sc.cost.beta_shm = c.beta_node;
+    weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, 16u << 20, WEFT_FLOAT32, WEFT_SUM,
+                         WEFT__MEM_HOST, &ex);
+    ck_assert_double_ge(cand_cost(&ex, WEFT_ALGO_HIERARCHICAL),
+                        0.95 * cand_cost(&ex, WEFT_ALGO_RABENSEIFNER));
+}
+END_TEST
+
 /* The process-wide figures: one set for one-node comms, one for multi-node
  * comms, never mixed; a tuning file's node figures serve one-node comms. */
 START_TEST(cost_remember_kinds)
@@ -441,6 +502,7 @@ int main(void)
     tcase_add_test(tc, explain_device_rule);
     tcase_add_test(tc, explain_shm_gives_way);
     tcase_add_test(tc, hierarchical_selection);
+    tcase_add_test(tc, hierarchical_shm_selection);
     tcase_add_test(tc, cost_remember_kinds);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
