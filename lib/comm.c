@@ -56,10 +56,14 @@ static weft_status_t agree_transport(weft__comm_t *c, weft_status_t st)
 static weft_status_t open_node(weft__comm_t *c)
 {
     const bool spans = !c->node_local;
-    if (c->size < 2 || !weft__cfg.shm || (spans && !(c->nodes_uniform && c->local_size >= 2))) {
+    if (!weft__cfg.shm || (spans && !(c->nodes_uniform && c->local_size >= 2))) {
         c->cost.alpha_shm = c->cost.beta_shm = 0; /* no path (a tuning file's figures unused) */
         return WEFT_SUCCESS;
     }
+    /* One rank: nothing to open. A tuning file's figures stay: the shm cost
+     * is INFINITY for one rank anyway, and weft-info describes the node of
+     * the file (a rule naming shm shows as the file's choice). */
+    if (c->size < 2) return WEFT_SUCCESS;
     weft__node_t *n = NULL;
     /* The path's figures: a tuning file's (already in c->cost); with
      * WEFT_MEASURE=0 fixed ones, so that every run selects the same
