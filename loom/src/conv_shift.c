@@ -1,0 +1,256 @@
+/*
+ * conv_shift.c - 3x3 stride-1 convolutions with padding 1 (the output the
+ * size of the input) as implicit GEMM: the rows of the column matrix are
+ * never written.  Row (c, t) of im2col, tap t = (ki, kj), is channel c of
+ * the input shifted by delta_t = (ki-1)*w + (kj-1) floats, with the lanes
+ * whose shifted position falls outside the image set to zero; the kernels
+ * here read it so, with AVX-512 masked loads, from the input itself:
+ *
+ *   loom__shift_gemm  out[s][r][p] (+)= sum_{c,t} W[r][c*9+t] * x[s][c][p+delta_t]
+ *                     (forward with the weights; the data gradient of a
+ *                     stride-1 convolution with the flipped weights on dy)
+ *   loom__shift_dw    dw[co][ci][t] += sum_{s,p} dy[s][co][p] * x[s][ci][p+delta_t]
+ *                     (the weight gradient)
+ *
+ * The input is read as segments: segment g's channel c at base + g*gs +
+ * c*ld, L columns each, whole samples of P = h*w positions (one sample per
+ * segment where P is a multiple of 16; elsewhere the caller packs m samples
+ * side by side into one segment, so no vector straddles two images' rows).
+ * The masks depend only on the column's position in its sample, so one
+ * table (loom__shift_masks) serves every segment: 9 taps x 16 lanes per
+ * 16-column vector, lanes at or past L cleared.
+ *
+ * Cost: loom__shift_gemm, 2*M*C*9*L flops per segment in conv_gemm.c's
+ * register tile (8 rows x 48 columns, 24 multiply-adds per k; 3 masked
+ * loads, 3 mask loads and 8 broadcasts), the input block (C rows of 48 + 2w
+ * + 2 floats) read from L1 once per 8 rows of W.  loom__shift_dw, 2*cout*
+ * cin*9*L flops per segment in a tile of 3 output channels x 9 taps (27
+ * accumulators over 16 lanes; per vector 3 loads of dy, 9 masked loads of x
+ * and their 9 masks), reduced across lanes once per (tile, input channel,
+ * call).  Against im2col + sgemm this saves writing and reading the column
+ * matrix (9 times the input) and, for the weight gradient, the sgemm's
+ * packing copies.  Summation order is fixed: results are the same bits from
+ * run to run; loom__shift_gemm sums over k in im2col's row order, so it
+ * gives the bits of loom__gemm_wb on the column matrix.
+ *
+ * Only with AVX-512 (loom__gemm_wb_available); conv.c uses it only then.
+ */
+#include "internal.h"
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+#define MR 8  /* rows of W per register tile (loom__gemm_pack_w's blocks) */
+#define NV 3  /* 16-float vectors per register tile */
+#define NR (16 * NV)
+#define KK 9  /* taps */
+#define CT 3  /* output channels per weight-gradient tile */
+
+#ifdef __AVX512F__
+#define INLINE static inline __attribute__((always_inline))
+#endif
+
+int loom__shift_applies(const loom_conv_desc_t *d)
+{
+    return loom__gemm_wb_available() && d->kh == 3 && d->kw == 3 && d->stride_h == 1 &&
+           d->stride_w == 1 && d->pad_h == 1 && d->pad_w == 1 && d->dil_h == 1 && d->dil_w == 1 &&
+           d->groups == 1;
+}
+
+size_t loom__shift_mask_count(size_t L) { return (L + NR - 1) / NR * NV * KK; }
+
+void loom__shift_masks(int h, int w, size_t L, uint16_t *mt)
+{
+    const size_t P = (size_t)h * w, nvec = (L + NR - 1) / NR * NV;
+    for (size_t v = 0; v < nvec; v++) {
+        uint16_t m[KK] = {0};
+        for (int l = 0; l < 16; l++) {
+            size_t j = v * 16 + (size_t)l;
+            if (j >= L)
+                break;
+            size_t p = j % P;
+            int oh = (int)(p / (size_t)w), ow = (int)(p % (size_t)w);
+            for (int t = 0; t < KK; t++) {
+                int ih = oh + t / 3 - 1, iw = ow + t % 3 - 1;
+                if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+                    m[t] |= (uint16_t)(1u << l);
+            }
+        }
+        memcpy(mt + v * KK, m, sizeof m);
+    }
+}
+
+#ifdef __AVX512F__
+/* Stores (or adds) the nl first lanes of v at output column J (of the whole
+ * call, J = s*P + p), row r. */
+static void store_vec(__m512 v, size_t J, int nl, size_t P, float *out, size_t ss, size_t rs,
+                      int r, int accum)
+{
+    size_t s = J / P, p = J - s * P;
+    if (p + (size_t)nl <= P) {
+        float *o = out + s * ss + (size_t)r * rs + p;
+        __mmask16 k = (__mmask16)((1u << nl) - 1u);
+        if (accum)
+            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, o));
+        _mm512_mask_storeu_ps(o, k, v);
+        return;
+    }
+    float t[16];
+    _mm512_storeu_ps(t, v);
+    for (int l = 0; l < nl; l++) {
+        float *o = out + s * ss + (size_t)r * rs + p;
+        *o = accum ? *o + t[l] : t[l];
+        if (++p == P)
+            p = 0, s++;
+    }
+}
+
+/* One 8 x (16*nv) block of loom__shift_gemm (nv a constant where it is
+ * inlined): rows [r0, r0+rows) of the output, ncol columns from output
+ * column J0; b is the segment's channel 0 plus the block's first column. */
+INLINE void gemm_block(const int nv, int C, int w, const float *wb, const uint16_t *mt,
+                       const float *b, size_t ld, int r0, int rows, int ncol, size_t J0, size_t P,
+                       float *out, size_t ss, size_t rs, int accum)
+{
+    const ptrdiff_t dl[KK] = {-w - 1, -w, -w + 1, -1, 0, 1, w - 1, w, w + 1};
+    __m512 c[MR][NV];
+    _Pragma("GCC unroll 9")
+    for (int r = 0; r < MR; r++)
+        _Pragma("GCC unroll 9")
+        for (int v = 0; v < nv; v++)
+            c[r][v] = _mm512_setzero_ps();
+    for (int ch = 0; ch < C; ch++) {
+        const float *bc = b + (size_t)ch * ld;
+        const float *wc = wb + (size_t)ch * KK * MR;
+        _Pragma("GCC unroll 9")
+        for (int t = 0; t < KK; t++) {
+            const float *bk = bc + dl[t];
+            __m512 bv[NV];
+            _Pragma("GCC unroll 9")
+            for (int v = 0; v < nv; v++)
+                bv[v] = _mm512_maskz_loadu_ps((__mmask16)mt[v * KK + t], bk + 16 * v);
+            const float *wk = wc + t * MR;
+            _Pragma("GCC unroll 9")
+            for (int r = 0; r < MR; r++) {
+                __m512 a = _mm512_set1_ps(wk[r]);
+                _Pragma("GCC unroll 9")
+                for (int v = 0; v < nv; v++)
+                    c[r][v] = _mm512_fmadd_ps(a, bv[v], c[r][v]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 9")
+    for (int r = 0; r < MR; r++)
+        _Pragma("GCC unroll 9")
+        for (int v = 0; v < nv; v++)
+            if (r < rows)
+                store_vec(c[r][v], J0 + 16 * (size_t)v, LOOM_MIN(16, ncol - 16 * v), P, out, ss,
+                          rs, r0 + r, accum);
+}
+#endif
+
+/* Thread contract: any thread; reads wp, mt and the segments, writes only
+ * the M x (nseg*L) outputs it names. */
+void loom__shift_gemm(int M, int C, int w, const float *wp, const uint16_t *mt, const float *src,
+                      size_t ld, size_t gs, int nseg, size_t L, size_t P, float *out, size_t ss,
+                      size_t rs, int accum)
+{
+#ifdef __AVX512F__
+    const int nb = (M + MR - 1) / MR;
+    const size_t K = (size_t)C * KK;
+    for (int g = 0; g < nseg; g++) {
+        const float *sg = src + (size_t)g * gs;
+        for (size_t j0 = 0; j0 < L; j0 += NR) {
+            const int ncol = (int)LOOM_MIN((size_t)NR, L - j0), nv = (ncol + 15) / 16;
+            const uint16_t *mb = mt + j0 / 16 * KK;
+            for (int ib = 0; ib < nb; ib++) {
+                const float *wb = wp + (size_t)ib * K * MR;
+                const int rows = LOOM_MIN(MR, M - ib * MR);
+                const size_t J0 = (size_t)g * L + j0;
+                if (nv == 3)
+                    gemm_block(3, C, w, wb, mb, sg + j0, ld, ib * MR, rows, ncol, J0, P, out, ss,
+                               rs, accum);
+                else if (nv == 2)
+                    gemm_block(2, C, w, wb, mb, sg + j0, ld, ib * MR, rows, ncol, J0, P, out, ss,
+                               rs, accum);
+                else
+                    gemm_block(1, C, w, wb, mb, sg + j0, ld, ib * MR, rows, ncol, J0, P, out, ss,
+                               rs, accum);
+            }
+        }
+    }
+#else
+    (void)M, (void)C, (void)w, (void)wp, (void)mt, (void)src, (void)ld, (void)gs, (void)nseg,
+        (void)L, (void)P, (void)out, (void)ss, (void)rs, (void)accum;
+#endif
+}
+
+#ifdef __AVX512F__
+/* The weight gradient of nco (constant where inlined) output channels from
+ * co, input channel ci: 9 taps each, summed over all segments' columns. */
+INLINE void dw_tile(const int nco, int cin, int w, const uint16_t *mt, const float *dy,
+                    size_t ldy, size_t gdy, const float *x, size_t gx, int nseg, size_t L,
+                    float *dw)
+{
+    const ptrdiff_t dl[KK] = {-w - 1, -w, -w + 1, -1, 0, 1, w - 1, w, w + 1};
+    const size_t nvec = (L + 15) / 16;
+    __m512 acc[CT][KK];
+    _Pragma("GCC unroll 9")
+    for (int o = 0; o < nco; o++)
+        _Pragma("GCC unroll 9")
+        for (int t = 0; t < KK; t++)
+            acc[o][t] = _mm512_setzero_ps();
+    for (int g = 0; g < nseg; g++) {
+        const float *dg = dy + (size_t)g * gdy, *xg = x + (size_t)g * gx;
+        for (size_t v = 0; v < nvec; v++) {
+            const uint16_t *mv = mt + v * KK;
+            const __mmask16 kc = (__mmask16)mv[4]; /* the centre tap: the lanes before L */
+            __m512 d[CT];
+            _Pragma("GCC unroll 9")
+            for (int o = 0; o < nco; o++)
+                d[o] = _mm512_maskz_loadu_ps(kc, dg + (size_t)o * ldy + v * 16);
+            const float *xv = xg + v * 16;
+            _Pragma("GCC unroll 9")
+            for (int t = 0; t < KK; t++) {
+                __m512 xs = _mm512_maskz_loadu_ps((__mmask16)mv[t], xv + dl[t]);
+                _Pragma("GCC unroll 9")
+                for (int o = 0; o < nco; o++)
+                    acc[o][t] = _mm512_fmadd_ps(d[o], xs, acc[o][t]);
+            }
+        }
+    }
+    _Pragma("GCC unroll 9")
+    for (int o = 0; o < nco; o++)
+        _Pragma("GCC unroll 9")
+        for (int t = 0; t < KK; t++)
+            dw[((size_t)o * cin) * KK + t] += _mm512_reduce_add_ps(acc[o][t]);
+}
+#endif
+
+/* Thread contract: any thread; reads mt, dy and x, adds to dw (the caller's,
+ * one per thread). */
+void loom__shift_dw(int cout, int cin, int w, const uint16_t *mt, const float *dy, size_t ldy,
+                    size_t gdy, const float *x, size_t ldx, size_t gx, int nseg, size_t L,
+                    float *dw)
+{
+#ifdef __AVX512F__
+    for (int co = 0; co < cout; co += CT) {
+        const int nco = LOOM_MIN(CT, cout - co);
+        const float *dc = dy + (size_t)co * ldy;
+        for (int ci = 0; ci < cin; ci++) {
+            const float *xc = x + (size_t)ci * ldx;
+            float *o = dw + ((size_t)co * cin + ci) * KK;
+            if (nco == 3)
+                dw_tile(3, cin, w, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
+            else if (nco == 2)
+                dw_tile(2, cin, w, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
+            else
+                dw_tile(1, cin, w, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
+        }
+    }
+#else
+    (void)cout, (void)cin, (void)w, (void)mt, (void)dy, (void)ldy, (void)gdy, (void)x, (void)ldx,
+        (void)gx, (void)nseg, (void)L, (void)dw;
+#endif
+}
