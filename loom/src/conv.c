@@ -102,12 +102,12 @@ static loom_conv_desc_t flipped_desc(const loom_conv_desc_t *d)
 
 /* Samples packed in one column matrix (per thread). */
 static int use_wb(int M, int K);
-static int use_shift(const loom_conv_desc_t *d);
+static int use_shift(const loom_conv_desc_t *d, int h, int w);
 
-static int chunk_samples(const loom_conv_desc_t *d, size_t K, size_t P, int n, int nt)
+static int chunk_samples(const loom_conv_desc_t *d, int h, int w, size_t K, size_t P, int n, int nt)
 {
     size_t target = P < 512 && use_wb(d->cout / d->groups, (int)K) ? COLS_TARGET_WB : COLS_TARGET;
-    if (use_shift(d))
+    if (use_shift(d, h, w))
         target = P % 16 ? COLS_TARGET_WB : COLS_TARGET_SEG;
     size_t nb = (target + P - 1) / P, per = ((size_t)n + nt - 1) / nt;
     if (nb * K * P > COL_MAX_FLOATS)
@@ -140,6 +140,9 @@ typedef struct {
     int shift; /* use_shift: col and dyg hold x and dy of the packed samples
                   (where P % 16 != 0), mask the masks of conv_shift.c; no aux
                   or tmp; dw in the standard layout */
+    int shift2; /* use_shift2: the layout of im2col (for dx), col holding x's
+                   phases and dyg the packed dy for the forward and the weight
+                   gradient, then mask */
 } ws_layout_t;
 
 static size_t round16(size_t f) { return (f + 15) & ~(size_t)15; }
@@ -158,16 +161,24 @@ static int use_wb(int M, int K)
 /* The implicit-GEMM path of conv_shift.c: 3x3, stride 1, padding 1,
  * ungrouped, where loom__gemm_wb's size limits hold for the forward and the
  * data-gradient weights. */
-static int use_shift(const loom_conv_desc_t *d)
+static int use_shift(const loom_conv_desc_t *d, int h, int w)
 {
-    return loom__shift_applies(d) && use_wb(d->cout, d->cin * 9) && use_wb(d->cin, d->cout * 9);
+    return d->stride_h == 1 && loom__shift_applies(d, h, w) && use_wb(d->cout, d->cin * 9) &&
+           use_wb(d->cin, d->cout * 9);
+}
+
+/* The same for stride 2 on even sizes (conv_shift.c's phases): forward and
+ * weight gradient; the data gradient keeps im2col's col2im path. */
+static int use_shift2(const loom_conv_desc_t *d, int h, int w)
+{
+    return d->stride_h == 2 && loom__shift_applies(d, h, w) && use_wb(d->cout, d->cin * 9);
 }
 
 static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, size_t P, int nb,
                              int nt)
 {
     ws_layout_t L = {0}; /* col at offset 0 */
-    if (use_shift(d)) {
+    if (use_shift(d, h, w)) {
         size_t nw = (size_t)d->cout * K, f = 0, N = (size_t)nb * P;
         L.shift = L.corr = 1;
         if (P % 16) { /* packed copies of x and dy */
@@ -212,6 +223,11 @@ static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, 
             fw = LOOM_MAX(fw, G * loom__gemm_wpack_floats((int)cg, (int)kf));
         L.shared = round16(LOOM_MAX(L.shared, fw));
     }
+    if (use_shift2(d, h, w)) {
+        L.shift2 = 1;
+        L.mask = L.per_thread;
+        L.per_thread = round16(L.per_thread + (loom__shift_mask_count((size_t)nb * P) + 1) / 2);
+    }
     return L;
 }
 
@@ -249,7 +265,7 @@ size_t loom_conv_workspace(const loom_conv_desc_t *d, int n, int h, int w)
     int ho = loom_conv_out_size(h, d->kh, d->stride_h, d->pad_h, d->dil_h);
     int wo = loom_conv_out_size(w, d->kw, d->stride_w, d->pad_w, d->dil_w);
     size_t K = (size_t)(d->cin / d->groups) * d->kh * d->kw, P = (size_t)ho * wo;
-    ws_layout_t L = ws_layout(d, h, w, K, P, chunk_samples(d, K, P, n, nt), nt);
+    ws_layout_t L = ws_layout(d, h, w, K, P, chunk_samples(d, h, w, K, P, n, nt), nt);
     size_t f = L.shared + (size_t)nt * L.per_thread;
     if (loom__wino_applies(d)) /* whichever algorithm the setting picks later */
         f = LOOM_MAX(f, loom__wino_workspace(d, n, h, w, nt));
@@ -264,6 +280,7 @@ typedef struct {
     const float *x, *weight, *dy;
     float *y, *dx, *dweight, *dbias, *ws;
     const float *wpack; /* weights packed for loom__gemm_wb (shared workspace), or NULL */
+    loom__taps_t taps;  /* use_shift: conv_shift.c's taps (stride 1) */
     int accum_dx;
     int bwd_nt; /* threads that ran backward with private weight gradients */
 } conv_job_t;
@@ -411,9 +428,11 @@ static void job_init(conv_job_t *j, const loom_conv_desc_t *d, int n, int h, int
     j->G = d->groups, j->cg = d->cin / d->groups, j->cog = d->cout / d->groups;
     j->K = (size_t)j->cg * d->kh * d->kw, j->P = (size_t)j->ho * j->wo, j->HW = (size_t)h * w;
     j->nw = (size_t)d->cout * j->K;
-    j->nb = chunk_samples(d, j->K, j->P, n, nt);
+    j->nb = chunk_samples(d, h, w, j->K, j->P, n, nt);
     j->L = ws_layout(d, h, w, j->K, j->P, j->nb, nt);
     j->ws = ws;
+    if (j->L.shift)
+        loom__shift_taps(1, w, 0, &j->taps);
 }
 
 /* Backward through the flipped weights (flip_task wrote them to the shared
@@ -503,7 +522,7 @@ static segs_t shift_segs(const conv_job_t *j, const float *src, int C, size_t s0
 {
     const size_t P = j->P;
     segs_t g;
-    if (P % 16 == 0) {
+    if (P % 16 == 0 && !j->L.shift2) {
         g.p = src + s0 * C * P, g.ld = P, g.gs = (size_t)C * P, g.L = P, g.nseg = m;
         return g;
     }
@@ -518,11 +537,12 @@ static segs_t shift_segs(const conv_job_t *j, const float *src, int C, size_t s0
 
 /* The mask table of the thread's workspace, for segments of L columns
  * (recomputed only when L changes: the last, shorter chunk). */
-static const uint16_t *shift_mask(const conv_job_t *j, float *base, size_t L, size_t *have)
+static const uint16_t *shift_mask(const conv_job_t *j, const loom__taps_t *tp, float *base,
+                                  size_t L, size_t *have)
 {
     uint16_t *mt = (uint16_t *)(base + j->L.mask);
     if (*have != L)
-        loom__shift_masks(j->h, j->w, L, mt), *have = L;
+        loom__shift_masks(tp, j->ho, j->wo, L, mt), *have = L;
     return mt;
 }
 
@@ -541,8 +561,8 @@ static void shift_fwd_task(void *arg, int tid, int nt)
     for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
         int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
         segs_t x = shift_segs(j, j->x, d->cin, s0, m, base + j->L.col);
-        const uint16_t *mt = shift_mask(j, base, x.L, &have);
-        loom__shift_gemm(d->cout, d->cin, j->w, j->wpack, mt, x.p, x.ld, x.gs, x.nseg, x.L, j->P,
+        const uint16_t *mt = shift_mask(j, &j->taps, base, x.L, &have);
+        loom__shift_gemm(d->cout, d->cin, &j->taps, j->wpack, mt, x.p, x.ld, x.gs, x.nseg, x.L, j->P,
                          j->y + s0 * d->cout * j->P, (size_t)d->cout * j->P, j->P, 0);
     }
 }
@@ -564,16 +584,71 @@ static void shift_bwd_task(void *arg, int tid, int nt)
     for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
         int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
         segs_t g = shift_segs(j, j->dy, d->cout, s0, m, base + j->L.dyg);
-        const uint16_t *mt = shift_mask(j, base, g.L, &have);
+        const uint16_t *mt = shift_mask(j, &j->taps, base, g.L, &have);
         if (dw) {
             segs_t x = shift_segs(j, j->x, d->cin, s0, m, base + j->L.col);
-            loom__shift_dw(d->cout, d->cin, j->w, mt, g.p, g.ld, g.gs, x.p, x.ld, x.gs, g.nseg,
+            loom__shift_dw(d->cout, d->cin, &j->taps, mt, g.p, g.ld, g.gs, x.p, x.ld, x.gs, g.nseg,
                            g.L, dw);
         }
         if (j->dx) /* dx by correlation with the flipped weights that flip_task packed */
-            loom__shift_gemm(d->cin, d->cout, j->w, j->wpack, mt, g.p, g.ld, g.gs, g.nseg, g.L,
+            loom__shift_gemm(d->cin, d->cout, &j->taps, j->wpack, mt, g.p, g.ld, g.gs, g.nseg, g.L,
                              j->P, j->dx + s0 * d->cin * j->HW, (size_t)d->cin * j->HW, j->HW,
                              j->accum_dx);
+    }
+}
+
+/* Stride 2 (use_shift2): x's phases of samples [s0, s0+m) into the
+ * thread's col, and their taps (Lq = m*P columns per phase). */
+static const float *shift2_phases(const conv_job_t *j, float *base, size_t s0, int m,
+                                  loom__taps_t *tp)
+{
+    const size_t Lq = (size_t)m * j->P;
+    float *xq = base + j->L.col;
+    loom__shift_phases(j->x + s0 * j->d->cin * j->HW, (size_t)j->d->cin * j->HW, j->d->cin, m,
+                       j->h, j->w, xq, Lq);
+    loom__shift_taps(2, j->wo, Lq, tp);
+    return xq;
+}
+
+/* Thread contract (both): as shift_fwd_task / shift_bwd_task; the weight
+ * gradient only (dx runs in bwd_task afterwards). */
+static void shift2_fwd_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const loom_conv_desc_t *d = j->d;
+    float *base = thread_ws(j, tid);
+    size_t sb, se, have = 0;
+    loom__range((size_t)j->n, tid, nt, &sb, &se);
+    for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
+        int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
+        loom__taps_t tp;
+        const float *xq = shift2_phases(j, base, s0, m, &tp);
+        const size_t Lq = (size_t)m * j->P;
+        const uint16_t *mt = shift_mask(j, &tp, base, Lq, &have);
+        loom__shift_gemm(d->cout, d->cin, &tp, j->wpack, mt, xq, 4 * Lq, 0, 1, Lq, j->P,
+                         j->y + s0 * d->cout * j->P, (size_t)d->cout * j->P, j->P, 0);
+    }
+}
+
+static void shift2_dw_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const loom_conv_desc_t *d = j->d;
+    float *base = thread_ws(j, tid), *dw = nt > 1 ? base + j->L.dw : j->dweight;
+    size_t sb, se, have = 0;
+    loom__range((size_t)j->n, tid, nt, &sb, &se);
+    if (tid == 0)
+        ((conv_job_t *)arg)->bwd_nt = nt;
+    if (nt > 1)
+        memset(dw, 0, sizeof(float) * j->nw);
+    for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
+        int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
+        loom__taps_t tp;
+        const float *xq = shift2_phases(j, base, s0, m, &tp);
+        const size_t Lq = (size_t)m * j->P;
+        segs_t g = shift_segs(j, j->dy, d->cout, s0, m, base + j->L.dyg);
+        const uint16_t *mt = shift_mask(j, &tp, base, Lq, &have);
+        loom__shift_dw(d->cout, d->cin, &tp, mt, g.p, g.ld, g.gs, xq, 4 * Lq, 0, 1, Lq, dw);
     }
 }
 
@@ -620,7 +695,7 @@ void loom_conv_forward(const loom_conv_desc_t *d, int n, int h, int w, const flo
             loom__gemm_pack_w(j.cog, (int)j.K, weight + (size_t)g * j.cog * j.K, j.K, ws + g * per);
         j.wpack = ws;
     }
-    loom__parallel(j.L.shift ? shift_fwd_task : fwd_task, &j);
+    loom__parallel(j.L.shift ? shift_fwd_task : j.L.shift2 ? shift2_fwd_task : fwd_task, &j);
     if (d->bias && bias) {
         j.dbias = (float *)bias; /* read only in forward */
         loom__parallel(bias_task, &j);
@@ -839,7 +914,15 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w, const fl
             j.wpack = ws; /* flip_task writes loom__gemm_wb's layout */
         loom__parallel(flip_task, &j);
     }
-    loom__parallel(j.L.shift ? shift_bwd_task : bwd_task, &j);
+    if (j.L.shift2 && dweight) { /* the weight gradient here, dx by im2col's path */
+        loom__parallel(shift2_dw_task, &j);
+        j.dweight = NULL;
+        if (dx)
+            loom__parallel(bwd_task, &j);
+        j.dweight = dweight;
+    } else {
+        loom__parallel(j.L.shift ? shift_bwd_task : bwd_task, &j);
+    }
     if (dweight && (j.bwd_nt > 1 || dw_flipped(&j)))
         loom__parallel(reduce_task, &j);
 }

@@ -51,16 +51,72 @@
 #define INLINE static inline __attribute__((always_inline))
 #endif
 
-int loom__shift_applies(const loom_conv_desc_t *d)
+int loom__shift_applies(const loom_conv_desc_t *d, int h, int w)
 {
-    return loom__gemm_wb_available() && d->kh == 3 && d->kw == 3 && d->stride_h == 1 &&
-           d->stride_w == 1 && d->pad_h == 1 && d->pad_w == 1 && d->dil_h == 1 && d->dil_w == 1 &&
-           d->groups == 1;
+    if (!loom__gemm_wb_available() || d->kh != 3 || d->kw != 3 || d->pad_h != 1 ||
+        d->pad_w != 1 || d->dil_h != 1 || d->dil_w != 1 || d->groups != 1 ||
+        d->stride_h != d->stride_w)
+        return 0;
+    if (d->stride_h == 1)
+        return 1;
+    return d->stride_h == 2 && h % 2 == 0 && w % 2 == 0;
+}
+
+void loom__shift_taps(int stride, int wo, size_t Lq, loom__taps_t *tp)
+{
+    for (int t = 0; t < KK; t++) {
+        int ki = t / 3, kj = t % 3;
+        if (stride == 1) {
+            tp->di[t] = (signed char)(ki - 1), tp->dj[t] = (signed char)(kj - 1);
+            tp->off[t] = (ptrdiff_t)(ki - 1) * wo + (kj - 1);
+            continue;
+        }
+        /* input row 2*oh + ki - 1: phase a = (ki != 1), row oh - (ki == 0) of it */
+        int a = ki != 1, b = kj != 1;
+        tp->di[t] = (signed char)-(ki == 0), tp->dj[t] = (signed char)-(kj == 0);
+        tp->off[t] = (ptrdiff_t)((size_t)(2 * a + b) * Lq) + (ptrdiff_t)tp->di[t] * wo + tp->dj[t];
+    }
+}
+
+/* d0[j] = r[2j], d1[j] = r[2j+1] for j < n. */
+static void split_row(const float *r, int n, float *d0, float *d1)
+{
+    int j = 0;
+#ifdef __AVX512F__
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_add_epi32(ev, _mm512_set1_epi32(1));
+    for (; j < n; j += 16) { /* 32 inputs to 16 + 16 outputs, the last ones masked */
+        int k = LOOM_MIN(16, n - j), lo = LOOM_MIN(16, 2 * k), hi = 2 * k - lo;
+        __m512 a = _mm512_maskz_loadu_ps((__mmask16)((1u << lo) - 1u), r + 2 * j);
+        __m512 b = _mm512_maskz_loadu_ps((__mmask16)((1u << hi) - 1u), r + 2 * j + 16);
+        __mmask16 km = (__mmask16)((1u << k) - 1u);
+        _mm512_mask_storeu_ps(d0 + j, km, _mm512_permutex2var_ps(a, ev, b));
+        _mm512_mask_storeu_ps(d1 + j, km, _mm512_permutex2var_ps(a, od, b));
+    }
+#endif
+    for (; j < n; j++)
+        d0[j] = r[2 * j], d1[j] = r[2 * j + 1];
+}
+
+void loom__shift_phases(const float *x, size_t xs, int C, int m, int h, int w, float *xq, size_t Lq)
+{
+    const int ho = h / 2, wo = w / 2;
+    const size_t Pq = (size_t)ho * wo;
+    for (int c = 0; c < C; c++)
+        for (int s = 0; s < m; s++) {
+            const float *src = x + (size_t)s * xs + (size_t)c * h * w;
+            float *dst = xq + (size_t)c * 4 * Lq + (size_t)s * Pq;
+            for (int a = 0; a < 2; a++)
+                for (int i = 0; i < ho; i++) {
+                    float *d0 = dst + (size_t)(2 * a) * Lq + (size_t)i * wo;
+                    split_row(src + (size_t)(2 * i + a) * w, wo, d0, d0 + Lq);
+                }
+        }
 }
 
 size_t loom__shift_mask_count(size_t L) { return (L + NR - 1) / NR * NV * KK; }
 
-void loom__shift_masks(int h, int w, size_t L, uint16_t *mt)
+void loom__shift_masks(const loom__taps_t *tp, int h, int w, size_t L, uint16_t *mt)
 {
     const size_t P = (size_t)h * w, nvec = (L + NR - 1) / NR * NV;
     for (size_t v = 0; v < nvec; v++) {
@@ -72,7 +128,7 @@ void loom__shift_masks(int h, int w, size_t L, uint16_t *mt)
             size_t p = j % P;
             int oh = (int)(p / (size_t)w), ow = (int)(p % (size_t)w);
             for (int t = 0; t < KK; t++) {
-                int ih = oh + t / 3 - 1, iw = ow + t % 3 - 1;
+                int ih = oh + tp->di[t], iw = ow + tp->dj[t];
                 if (ih >= 0 && ih < h && iw >= 0 && iw < w)
                     m[t] |= (uint16_t)(1u << l);
             }
@@ -106,14 +162,21 @@ static void store_vec(__m512 v, size_t J, int nl, size_t P, float *out, size_t s
     }
 }
 
+/* Where a block's vectors go: vector v's nl[v] lanes start at o[v] (row 0)
+ * when they lie in one sample (whole[v]), else at output column J[v]. */
+typedef struct {
+    float *o[NV];
+    size_t J[NV];
+    int nl[NV], whole[NV];
+} dest_t;
+
 /* One 8 x (16*nv) block of loom__shift_gemm (nv a constant where it is
- * inlined): rows [r0, r0+rows) of the output, ncol columns from output
- * column J0; b is the segment's channel 0 plus the block's first column. */
-INLINE void gemm_block(const int nv, int C, int w, const float *wb, const uint16_t *mt,
-                       const float *b, size_t ld, int r0, int rows, int ncol, size_t J0, size_t P,
-                       float *out, size_t ss, size_t rs, int accum)
+ * inlined): rows [r0, r0+rows) of the output; b is the segment's channel 0
+ * plus the block's first column. */
+INLINE void gemm_block(const int nv, int C, const ptrdiff_t *dl, const float *wb,
+                       const uint16_t *mt, const float *b, size_t ld, int r0, int rows,
+                       const dest_t *dst, size_t P, float *out, size_t ss, size_t rs, int accum)
 {
-    const ptrdiff_t dl[KK] = {-w - 1, -w, -w + 1, -1, 0, 1, w - 1, w, w + 1};
     __m512 c[MR][NV];
     _Pragma("GCC unroll 9")
     for (int r = 0; r < MR; r++)
@@ -143,20 +206,31 @@ INLINE void gemm_block(const int nv, int C, int w, const float *wb, const uint16
     _Pragma("GCC unroll 9")
     for (int r = 0; r < MR; r++)
         _Pragma("GCC unroll 9")
-        for (int v = 0; v < nv; v++)
-            if (r < rows)
-                store_vec(c[r][v], J0 + 16 * (size_t)v, LOOM_MIN(16, ncol - 16 * v), P, out, ss,
-                          rs, r0 + r, accum);
+        for (int v = 0; v < nv; v++) {
+            if (r >= rows)
+                continue;
+            if (!dst->whole[v]) {
+                store_vec(c[r][v], dst->J[v], dst->nl[v], P, out, ss, rs, r0 + r, accum);
+                continue;
+            }
+            float *o = dst->o[v] + (size_t)(r0 + r) * rs;
+            __mmask16 k = (__mmask16)((1u << dst->nl[v]) - 1u);
+            __m512 y = c[r][v];
+            if (accum)
+                y = _mm512_add_ps(y, _mm512_maskz_loadu_ps(k, o));
+            _mm512_mask_storeu_ps(o, k, y);
+        }
 }
 #endif
 
 /* Thread contract: any thread; reads wp, mt and the segments, writes only
  * the M x (nseg*L) outputs it names. */
-void loom__shift_gemm(int M, int C, int w, const float *wp, const uint16_t *mt, const float *src,
-                      size_t ld, size_t gs, int nseg, size_t L, size_t P, float *out, size_t ss,
-                      size_t rs, int accum)
+void loom__shift_gemm(int M, int C, const loom__taps_t *tp, const float *wp, const uint16_t *mt,
+                      const float *src, size_t ld, size_t gs, int nseg, size_t L, size_t P,
+                      float *out, size_t ss, size_t rs, int accum)
 {
 #ifdef __AVX512F__
+    const ptrdiff_t *off = tp->off;
     const int nb = (M + MR - 1) / MR;
     const size_t K = (size_t)C * KK;
     for (int g = 0; g < nseg; g++) {
@@ -164,24 +238,31 @@ void loom__shift_gemm(int M, int C, int w, const float *wp, const uint16_t *mt, 
         for (size_t j0 = 0; j0 < L; j0 += NR) {
             const int ncol = (int)LOOM_MIN((size_t)NR, L - j0), nv = (ncol + 15) / 16;
             const uint16_t *mb = mt + j0 / 16 * KK;
+            dest_t dst;
+            for (int v = 0; v < nv; v++) { /* one division per vector, not per row */
+                size_t J = (size_t)g * L + j0 + 16 * (size_t)v, s = J / P, p = J - s * P;
+                dst.nl[v] = LOOM_MIN(16, ncol - 16 * v);
+                dst.J[v] = J;
+                dst.whole[v] = p + (size_t)dst.nl[v] <= P;
+                dst.o[v] = out + s * ss + p;
+            }
             for (int ib = 0; ib < nb; ib++) {
                 const float *wb = wp + (size_t)ib * K * MR;
                 const int rows = LOOM_MIN(MR, M - ib * MR);
-                const size_t J0 = (size_t)g * L + j0;
                 if (nv == 3)
-                    gemm_block(3, C, w, wb, mb, sg + j0, ld, ib * MR, rows, ncol, J0, P, out, ss,
-                               rs, accum);
+                    gemm_block(3, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out, ss, rs,
+                               accum);
                 else if (nv == 2)
-                    gemm_block(2, C, w, wb, mb, sg + j0, ld, ib * MR, rows, ncol, J0, P, out, ss,
-                               rs, accum);
+                    gemm_block(2, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out, ss, rs,
+                               accum);
                 else
-                    gemm_block(1, C, w, wb, mb, sg + j0, ld, ib * MR, rows, ncol, J0, P, out, ss,
-                               rs, accum);
+                    gemm_block(1, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out, ss, rs,
+                               accum);
             }
         }
     }
 #else
-    (void)M, (void)C, (void)w, (void)wp, (void)mt, (void)src, (void)ld, (void)gs, (void)nseg,
+    (void)M, (void)C, (void)tp, (void)wp, (void)mt, (void)src, (void)ld, (void)gs, (void)nseg,
         (void)L, (void)P, (void)out, (void)ss, (void)rs, (void)accum;
 #endif
 }
@@ -189,11 +270,10 @@ void loom__shift_gemm(int M, int C, int w, const float *wp, const uint16_t *mt, 
 #ifdef __AVX512F__
 /* The weight gradient of nco (constant where inlined) output channels from
  * co, input channel ci: 9 taps each, summed over all segments' columns. */
-INLINE void dw_tile(const int nco, int cin, int w, const uint16_t *mt, const float *dy,
+INLINE void dw_tile(const int nco, int cin, const ptrdiff_t *dl, const uint16_t *mt, const float *dy,
                     size_t ldy, size_t gdy, const float *x, size_t gx, int nseg, size_t L,
                     float *dw)
 {
-    const ptrdiff_t dl[KK] = {-w - 1, -w, -w + 1, -1, 0, 1, w - 1, w, w + 1};
     const size_t nvec = (L + 15) / 16;
     __m512 acc[CT][KK];
     _Pragma("GCC unroll 9")
@@ -230,11 +310,12 @@ INLINE void dw_tile(const int nco, int cin, int w, const uint16_t *mt, const flo
 
 /* Thread contract: any thread; reads mt, dy and x, adds to dw (the caller's,
  * one per thread). */
-void loom__shift_dw(int cout, int cin, int w, const uint16_t *mt, const float *dy, size_t ldy,
+void loom__shift_dw(int cout, int cin, const loom__taps_t *tp, const uint16_t *mt, const float *dy, size_t ldy,
                     size_t gdy, const float *x, size_t ldx, size_t gx, int nseg, size_t L,
                     float *dw)
 {
 #ifdef __AVX512F__
+    const ptrdiff_t *off = tp->off;
     for (int co = 0; co < cout; co += CT) {
         const int nco = LOOM_MIN(CT, cout - co);
         const float *dc = dy + (size_t)co * ldy;
@@ -242,15 +323,15 @@ void loom__shift_dw(int cout, int cin, int w, const uint16_t *mt, const float *d
             const float *xc = x + (size_t)ci * ldx;
             float *o = dw + ((size_t)co * cin + ci) * KK;
             if (nco == 3)
-                dw_tile(3, cin, w, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
+                dw_tile(3, cin, off, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
             else if (nco == 2)
-                dw_tile(2, cin, w, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
+                dw_tile(2, cin, off, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
             else
-                dw_tile(1, cin, w, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
+                dw_tile(1, cin, off, mt, dc, ldy, gdy, xc, gx, nseg, L, o);
         }
     }
 #else
-    (void)cout, (void)cin, (void)w, (void)mt, (void)dy, (void)ldy, (void)gdy, (void)x, (void)ldx,
+    (void)cout, (void)cin, (void)tp, (void)mt, (void)dy, (void)ldy, (void)gdy, (void)x, (void)ldx,
         (void)gx, (void)nseg, (void)L, (void)dw;
 #endif
 }

@@ -54,26 +54,35 @@ void loom__gemm_pack_w(int M, int K, const float *w, size_t ldw, float *wp);
 void loom__gemm_wb(int M, int K, const float *wp, const float *b, size_t ldb, int m, size_t P,
                    float *out, size_t ss, size_t rs, int accum);
 
-/* 3x3 stride-1 convolutions with padding 1, ungrouped, as implicit GEMM
- * (conv_shift.c): the input is read in segments (segment g's channel c at
- * src + g*gs + c*ld, L columns of whole samples of P = h*w positions), each
- * tap as the channel shifted with the lanes outside the image masked off
- * (the table of loom__shift_masks, loom__shift_mask_count(L) entries, for
- * segments of L columns).  loom__shift_gemm: out[s][r][p] (+= if accum)
- * sum_{c<C,t<9} W[r][c*9+t] * x[c][p+delta_t] for the nseg*L columns (sample
- * s row r at out + s*ss + r*rs), W packed by loom__gemm_pack_w (M x 9C).
- * loom__shift_dw: dw[co][ci][t] += sum over the columns of dy[co][j] *
- * x[ci][j+delta_t] (dy and x as segments).  Available where loom__gemm_wb is
+/* 3x3 convolutions with padding 1, ungrouped, stride 1 or (on even
+ * sizes) 2, as implicit GEMM (conv_shift.c).  The source is read in
+ * segments (segment g's channel c at src + g*gs + c*ld, L columns of whole
+ * output images of P positions); tap t of output column j is src[c*ld + j +
+ * off[t]], zero where the tap leaves the source plane (the mask table of
+ * loom__shift_masks, loom__shift_mask_count(L) entries).  Stride 1: the
+ * source is the input (or dy).  Stride 2: the input's four phases (even/odd
+ * rows x columns) of ho x wo each, laid out by loom__shift_phases as [c][phase]
+ * [Lq] (ld = 4*Lq).  loom__shift_gemm: out[s][r][p] (+= if accum)
+ * sum_{c<C,t<9} W[r][c*9+t] * tap for the nseg*L columns (sample s row r at
+ * out + s*ss + r*rs), W packed by loom__gemm_pack_w (M x 9C).
+ * loom__shift_dw: dw[co][ci][t] += sum over the columns of dy[co][j] * tap
+ * (dy as segments of the same shape).  Available where loom__gemm_wb is
  * (loom__shift_applies is 0 elsewhere).  Thread: any (each call writes only
  * what it names). */
-int loom__shift_applies(const loom_conv_desc_t *d);
+typedef struct {
+    ptrdiff_t off[9];         /* offset of tap t from the column in its channel's row */
+    signed char di[9], dj[9]; /* its shift in rows and columns of the source plane */
+} loom__taps_t;
+int loom__shift_applies(const loom_conv_desc_t *d, int h, int w);
+void loom__shift_taps(int stride, int wo, size_t Lq, loom__taps_t *tp);
+void loom__shift_phases(const float *x, size_t xs, int C, int m, int h, int w, float *xq, size_t Lq);
 size_t loom__shift_mask_count(size_t L);
-void loom__shift_masks(int h, int w, size_t L, uint16_t *mt);
-void loom__shift_gemm(int M, int C, int w, const float *wp, const uint16_t *mt, const float *src,
-                      size_t ld, size_t gs, int nseg, size_t L, size_t P, float *out, size_t ss,
-                      size_t rs, int accum);
-void loom__shift_dw(int cout, int cin, int w, const uint16_t *mt, const float *dy, size_t ldy,
-                    size_t gdy, const float *x, size_t ldx, size_t gx, int nseg, size_t L,
+void loom__shift_masks(const loom__taps_t *tp, int h, int w, size_t L, uint16_t *mt);
+void loom__shift_gemm(int M, int C, const loom__taps_t *tp, const float *wp, const uint16_t *mt,
+                      const float *src, size_t ld, size_t gs, int nseg, size_t L, size_t P,
+                      float *out, size_t ss, size_t rs, int accum);
+void loom__shift_dw(int cout, int cin, const loom__taps_t *tp, const uint16_t *mt, const float *dy,
+                    size_t ldy, size_t gdy, const float *x, size_t ldx, size_t gx, int nseg, size_t L,
                     float *dw);
 
 /* Fused layers for the single-process executor (model.c; layers.c): batch

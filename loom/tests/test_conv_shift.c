@@ -8,8 +8,9 @@
  * and output-channel counts that are not multiples of the 3-channel tile,
  * column counts that end in a partial 48-column block, channel and segment
  * strides wider than the data, output rows with a stride wider than P, and
- * accumulation (out and dw added to).  Also checks that nothing outside the
- * named outputs is written.  Skipped (77) where the kernels are not built
+ * accumulation (out and dw added to); and stride 2 through the input's
+ * phases (loom__shift_phases) against the strided convolution written out.
+ * Also checks that nothing outside the named outputs is written.  Skipped (77) where the kernels are not built
  * (no AVX-512).
  */
 #include "../src/internal.h"
@@ -59,10 +60,12 @@ static void one(int M, int C, int h, int w, int m, int nseg, size_t pad, int acc
         dy[i] = frand(&seed);
     for (size_t i = 0; i < ss * (size_t)m; i++)
         init[i] = out[i] = frand(&seed);
-    loom__shift_masks(h, w, L, mt);
+    loom__taps_t tp;
+    loom__shift_taps(1, w, 0, &tp);
+    loom__shift_masks(&tp, h, w, L, mt);
     loom__gemm_pack_w(M, K, wt, (size_t)K, wp);
-    loom__shift_gemm(M, C, w, wp, mt, src, ld, gs, nseg, L, P, out, ss, rs, accum);
-    loom__shift_dw(M, C, w, mt, dy, ld, gdy, src, ld, gs, nseg, L, dw);
+    loom__shift_gemm(M, C, &tp, wp, mt, src, ld, gs, nseg, L, P, out, ss, rs, accum);
+    loom__shift_dw(M, C, &tp, mt, dy, ld, gdy, src, ld, gs, nseg, L, dw);
 
     double err = 0.0, big = 1e-30;
     int untouched = 1;
@@ -106,6 +109,76 @@ static void one(int M, int C, int h, int w, int m, int nseg, size_t pad, int acc
     free(wt), free(wp), free(src), free(dy), free(out), free(init), free(dw), free(dw0), free(mt);
 }
 
+/* Stride 2: m samples of C x 2h x 2w, their phases (loom__shift_phases)
+ * read as one segment; the output h x w against the strided convolution
+ * written out (input row 2*oh + ki - 1, column 2*ow + kj - 1). */
+static void one2(int M, int C, int h, int w, int m, int accum, uint64_t seed)
+{
+    const int H = 2 * h, W = 2 * w, K = C * 9;
+    const size_t P = (size_t)h * w, Lq = (size_t)m * P, HW = (size_t)H * W, xs = (size_t)C * HW + 3;
+    float *x = malloc(sizeof(float) * xs * (size_t)m), *xq = malloc(sizeof(float) * (size_t)C * 4 * Lq);
+    float *wt = malloc(sizeof(float) * (size_t)M * K);
+    float *wp = malloc(sizeof(float) * loom__gemm_wpack_floats(M, K));
+    float *out = malloc(sizeof(float) * (size_t)M * P * m), *init = malloc(sizeof(float) * (size_t)M * P * m);
+    float *dy = malloc(sizeof(float) * (size_t)M * Lq), *dw = malloc(sizeof(float) * (size_t)M * K);
+    float *dw0 = malloc(sizeof(float) * (size_t)M * K);
+    uint16_t *mt = malloc(sizeof(uint16_t) * loom__shift_mask_count(Lq));
+    if (!x || !xq || !wt || !wp || !out || !init || !dy || !dw || !dw0 || !mt) {
+        CHECK(0, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < xs * (size_t)m; i++)
+        x[i] = frand(&seed);
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        wt[i] = frand(&seed), dw[i] = dw0[i] = accum ? frand(&seed) : 0.0f;
+    for (size_t i = 0; i < (size_t)M * P * m; i++)
+        init[i] = out[i] = frand(&seed);
+    for (size_t i = 0; i < (size_t)M * Lq; i++)
+        dy[i] = frand(&seed);
+    loom__taps_t tp;
+    loom__shift_phases(x, xs, C, m, H, W, xq, Lq);
+    loom__shift_taps(2, w, Lq, &tp);
+    loom__shift_masks(&tp, h, w, Lq, mt);
+    loom__gemm_pack_w(M, K, wt, (size_t)K, wp);
+    loom__shift_gemm(M, C, &tp, wp, mt, xq, 4 * Lq, 0, 1, Lq, P, out, (size_t)M * P, P, accum);
+    loom__shift_dw(M, C, &tp, mt, dy, Lq, 0, xq, 4 * Lq, 0, 1, Lq, dw);
+    double ey = 0.0, by = 1e-30, ew = 0.0, bw = 1e-30;
+    for (int co = 0; co < M; co++)
+        for (int c = 0; c < C; c++)
+            for (int t = 0; t < 9; t++) {
+                double ref = dw0[((size_t)co * C + c) * 9 + t];
+                for (int s = 0; s < m; s++)
+                    for (size_t p = 0; p < P; p++) {
+                        int ih = 2 * (int)(p / (size_t)w) + t / 3 - 1, iw = 2 * (int)(p % (size_t)w) + t % 3 - 1;
+                        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                            ref += (double)dy[(size_t)co * Lq + (size_t)s * P + p] *
+                                   x[(size_t)s * xs + (size_t)c * HW + (size_t)ih * W + iw];
+                    }
+                ew = fmax(ew, fabs(dw[((size_t)co * C + c) * 9 + t] - ref));
+                bw = fmax(bw, fabs(ref));
+            }
+    for (int s = 0; s < m; s++)
+        for (int r = 0; r < M; r++)
+            for (size_t p = 0; p < P; p++) {
+                size_t o = ((size_t)s * M + r) * P + p;
+                double ref = accum ? init[o] : 0.0;
+                for (int c = 0; c < C; c++)
+                    for (int t = 0; t < 9; t++) {
+                        int ih = 2 * (int)(p / (size_t)w) + t / 3 - 1, iw = 2 * (int)(p % (size_t)w) + t % 3 - 1;
+                        if (ih >= 0 && ih < H && iw >= 0 && iw < W)
+                            ref += (double)wt[(size_t)r * K + c * 9 + t] *
+                                   x[(size_t)s * xs + (size_t)c * HW + (size_t)ih * W + iw];
+                    }
+                ey = fmax(ey, fabs(out[o] - ref));
+                by = fmax(by, fabs(ref));
+            }
+    CHECK(ey / by < 1e-5, "stride 2 gemm M=%d C=%d %dx%d m=%d accum=%d: error %.2g of %.2g", M, C, H,
+          W, m, accum, ey, by);
+    CHECK(ew / bw < 1e-5, "stride 2 dw M=%d C=%d %dx%d m=%d accum=%d: error %.2g of %.2g", M, C, H, W,
+          m, accum, ew, bw);
+    free(x), free(xq), free(wt), free(wp), free(out), free(init), free(dy), free(dw), free(dw0), free(mt);
+}
+
 int main(void)
 {
     if (!loom__gemm_wb_available()) {
@@ -125,6 +198,15 @@ int main(void)
             const int *q = shapes[i];
             one(q[0], q[1], q[2], q[3], q[4], q[5], 0, accum, seed++);
             one(q[0], q[1], q[2], q[3], q[4], q[5], 21, accum, seed++);
+        }
+    /* stride 2: M C h w (output) m */
+    static const int shapes2[][5] = {
+        {32, 16, 14, 14, 3}, {64, 32, 7, 7, 4}, {1, 1, 1, 1, 2}, {5, 3, 3, 2, 5}, {17, 7, 4, 9, 2},
+    };
+    for (size_t i = 0; i < sizeof shapes2 / sizeof shapes2[0]; i++)
+        for (int accum = 0; accum < 2; accum++) {
+            const int *q = shapes2[i];
+            one2(q[0], q[1], q[2], q[3], q[4], accum, seed++);
         }
     return t_done();
 }
