@@ -167,11 +167,21 @@ static int use_shift(const loom_conv_desc_t *d, int h, int w)
            use_wb(d->cin, d->cout * 9);
 }
 
-/* The same for stride 2 on even sizes (conv_shift.c's phases): forward and
- * weight gradient; the data gradient keeps im2col's col2im path. */
+/* The same for stride 2 on even sizes (conv_shift.c's phases): forward,
+ * weight gradient, and the data gradient phase by phase (at most 4 taps per
+ * phase, so loom__gemm_wb's limit on its weights holds where the forward's
+ * does). */
 static int use_shift2(const loom_conv_desc_t *d, int h, int w)
 {
-    return d->stride_h == 2 && loom__shift_applies(d, h, w) && use_wb(d->cout, d->cin * 9);
+    return d->stride_h == 2 && loom__shift_applies(d, h, w) && use_wb(d->cout, d->cin * 9) &&
+           use_wb(d->cin, d->cout * 4);
+}
+
+/* Floats of the four phases' packed data-gradient weights (use_shift2),
+ * then room for one phase's weights before packing (cin x 4*cout). */
+static size_t dx2_pack_floats(const loom_conv_desc_t *d)
+{
+    return loom__gemm_wpack_floats(d->cin, d->cout * 9) + (size_t)d->cin * d->cout * 4;
 }
 
 static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, size_t P, int nb,
@@ -223,10 +233,11 @@ static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, 
             fw = LOOM_MAX(fw, G * loom__gemm_wpack_floats((int)cg, (int)kf));
         L.shared = round16(LOOM_MAX(L.shared, fw));
     }
-    if (use_shift2(d, h, w)) {
+    if (use_shift2(d, h, w)) { /* five mask tables: the 3x3 taps, the data gradient's phases */
         L.shift2 = 1;
         L.mask = L.per_thread;
-        L.per_thread = round16(L.per_thread + (loom__shift_mask_count((size_t)nb * P) + 1) / 2);
+        L.per_thread = round16(L.per_thread + 5 * ((loom__shift_mask_count((size_t)nb * P) + 1) / 2));
+        L.shared = LOOM_MAX(L.shared, round16(dx2_pack_floats(d)));
     }
     return L;
 }
@@ -281,6 +292,8 @@ typedef struct {
     float *y, *dx, *dweight, *dbias, *ws;
     const float *wpack; /* weights packed for loom__gemm_wb (shared workspace), or NULL */
     loom__taps_t taps;  /* use_shift: conv_shift.c's taps (stride 1) */
+    loom__taps_t dx2_taps[4]; /* use_shift2: the data gradient's phases */
+    size_t dx2_off[4];        /* and their packed weights (shared workspace offsets) */
     int accum_dx;
     int bwd_nt; /* threads that ran backward with private weight gradients */
 } conv_job_t;
@@ -652,6 +665,39 @@ static void shift2_dw_task(void *arg, int tid, int nt)
     }
 }
 
+/* The data gradient of use_shift2, phase by phase (loom__shift_taps_dx2),
+ * with the weights loom_conv_backward packed (shared workspace: phase
+ * (a, b) at dx2_off[2a+b]).  Two phases of one row parity are computed into
+ * the thread's col, then interleaved into dx. */
+static void shift2_dx_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const loom_conv_desc_t *d = j->d;
+    float *base = thread_ws(j, tid);
+    const size_t mask_f = (loom__shift_mask_count((size_t)j->nb * j->P) + 1) / 2;
+    size_t sb, se, have[4] = {0};
+    loom__range((size_t)j->n, tid, nt, &sb, &se);
+    for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
+        int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
+        const size_t Lq = (size_t)m * j->P;
+        segs_t g = shift_segs(j, j->dy, d->cout, s0, m, base + j->L.dyg);
+        for (int a = 0; a < 2; a++) {
+            float *q[2];
+            for (int b = 0; b < 2; b++) {
+                const int ph = 2 * a + b;
+                uint16_t *mt = (uint16_t *)(base + j->L.mask + (size_t)(1 + ph) * mask_f);
+                if (have[ph] != Lq)
+                    loom__shift_masks(&j->dx2_taps[ph], j->ho, j->wo, Lq, mt), have[ph] = Lq;
+                q[b] = base + j->L.col + (size_t)b * d->cin * Lq;
+                loom__shift_gemm(d->cin, d->cout, &j->dx2_taps[ph], j->ws + j->dx2_off[ph], mt, g.p,
+                                 g.ld, g.gs, g.nseg, g.L, j->P, q[b], (size_t)d->cin * j->P, j->P, 0);
+            }
+            loom__shift_merge(q[0], q[1], j->P, d->cin, m, j->h, j->w, a,
+                              j->dx + s0 * d->cin * j->HW, (size_t)d->cin * j->HW, j->accum_dx);
+        }
+    }
+}
+
 static void bias_task(void *arg, int tid, int nt)
 {
     const conv_job_t *j = arg;
@@ -914,12 +960,25 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w, const fl
             j.wpack = ws; /* flip_task writes loom__gemm_wb's layout */
         loom__parallel(flip_task, &j);
     }
-    if (j.L.shift2 && dweight) { /* the weight gradient here, dx by im2col's path */
-        loom__parallel(shift2_dw_task, &j);
-        j.dweight = NULL;
-        if (dx)
-            loom__parallel(bwd_task, &j);
-        j.dweight = dweight;
+    if (j.L.shift2) {
+        if (dweight)
+            loom__parallel(shift2_dw_task, &j);
+        if (dx) { /* the phases' weights: W'[ci][co*n + t] = W[co][ci][kt[t]], packed */
+            size_t off = 0;
+            float *tmp = ws + dx2_pack_floats(d) - (size_t)d->cin * d->cout * 4;
+            for (int ph = 0; ph < 4; ph++) {
+                int kt[9], n = loom__shift_taps_dx2(ph / 2, ph % 2, j.wo, &j.dx2_taps[ph], kt);
+                for (int ci = 0; ci < d->cin; ci++)
+                    for (int co = 0; co < d->cout; co++)
+                        for (int t = 0; t < n; t++)
+                            tmp[((size_t)ci * d->cout + co) * n + t] =
+                                weight[((size_t)co * d->cin + ci) * 9 + kt[t]];
+                j.dx2_off[ph] = off;
+                loom__gemm_pack_w(d->cin, d->cout * n, tmp, (size_t)d->cout * n, ws + off);
+                off += loom__gemm_wpack_floats(d->cin, d->cout * n);
+            }
+            loom__parallel(shift2_dx_task, &j);
+        }
     } else {
         loom__parallel(j.L.shift ? shift_bwd_task : bwd_task, &j);
     }

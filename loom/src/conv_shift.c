@@ -64,6 +64,7 @@ int loom__shift_applies(const loom_conv_desc_t *d, int h, int w)
 
 void loom__shift_taps(int stride, int wo, size_t Lq, loom__taps_t *tp)
 {
+    tp->n = KK;
     for (int t = 0; t < KK; t++) {
         int ki = t / 3, kj = t % 3;
         if (stride == 1) {
@@ -98,6 +99,73 @@ static void split_row(const float *r, int n, float *d0, float *d1)
         d0[j] = r[2 * j], d1[j] = r[2 * j + 1];
 }
 
+/* Phase a of the stride-2 data gradient's rows: a = 0 takes kernel row 1
+ * at the same dy row, a = 1 kernel row 0 from the next dy row and kernel
+ * row 2 from the same one (input row 2*i + a = 2*oh + k - 1). */
+static int dx2_rows(int a, int k[2], int e[2])
+{
+    if (a == 0) {
+        k[0] = 1, e[0] = 0;
+        return 1;
+    }
+    k[0] = 0, e[0] = 1, k[1] = 2, e[1] = 0;
+    return 2;
+}
+
+int loom__shift_taps_dx2(int a, int b, int wo, loom__taps_t *tp, int kt[9])
+{
+    int ki[2], ei[2], kj[2], ej[2], ni = dx2_rows(a, ki, ei), nj = dx2_rows(b, kj, ej), n = 0;
+    for (int u = 0; u < ni; u++)
+        for (int v = 0; v < nj; v++, n++) {
+            kt[n] = ki[u] * 3 + kj[v];
+            tp->di[n] = (signed char)ei[u], tp->dj[n] = (signed char)ej[v];
+            tp->off[n] = (ptrdiff_t)ei[u] * wo + ej[v];
+        }
+    tp->n = n;
+    return n;
+}
+
+/* d[2j] = p0[j], d[2j+1] = p1[j] for j < n, or added (accum). */
+static void merge_row(const float *p0, const float *p1, int n, float *d, int accum)
+{
+    int j = 0;
+#ifdef __AVX512F__
+    const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(8));
+    for (; j < n; j += 16) {
+        int k = LOOM_MIN(16, n - j), nlo = LOOM_MIN(16, 2 * k), nhi = 2 * k - nlo;
+        __mmask16 km = (__mmask16)((1u << k) - 1u), klo = (__mmask16)((1u << nlo) - 1u),
+                  khi = (__mmask16)((1u << nhi) - 1u);
+        __m512 a = _mm512_maskz_loadu_ps(km, p0 + j), b = _mm512_maskz_loadu_ps(km, p1 + j);
+        __m512 x0 = _mm512_permutex2var_ps(a, lo, b), x1 = _mm512_permutex2var_ps(a, hi, b);
+        if (accum) {
+            x0 = _mm512_add_ps(x0, _mm512_maskz_loadu_ps(klo, d + 2 * j));
+            x1 = _mm512_add_ps(x1, _mm512_maskz_loadu_ps(khi, d + 2 * j + 16));
+        }
+        _mm512_mask_storeu_ps(d + 2 * j, klo, x0);
+        _mm512_mask_storeu_ps(d + 2 * j + 16, khi, x1);
+    }
+#endif
+    for (; j < n; j++) {
+        d[2 * j] = accum ? d[2 * j] + p0[j] : p0[j];
+        d[2 * j + 1] = accum ? d[2 * j + 1] + p1[j] : p1[j];
+    }
+}
+
+void loom__shift_merge(const float *q0, const float *q1, size_t qs, int C, int m, int h, int w,
+                       int a, float *dx, size_t xs, int accum)
+{
+    const int ho = h / 2, wo = w / 2;
+    for (int s = 0; s < m; s++)
+        for (int c = 0; c < C; c++) {
+            size_t o = ((size_t)s * C + c) * qs;
+            float *dc = dx + (size_t)s * xs + (size_t)c * h * w;
+            for (int i = 0; i < ho; i++)
+                merge_row(q0 + o + (size_t)i * wo, q1 + o + (size_t)i * wo, wo,
+                          dc + (size_t)(2 * i + a) * w, accum);
+        }
+}
+
 void loom__shift_phases(const float *x, size_t xs, int C, int m, int h, int w, float *xq, size_t Lq)
 {
     const int ho = h / 2, wo = w / 2;
@@ -127,7 +195,7 @@ void loom__shift_masks(const loom__taps_t *tp, int h, int w, size_t L, uint16_t 
                 break;
             size_t p = j % P;
             int oh = (int)(p / (size_t)w), ow = (int)(p % (size_t)w);
-            for (int t = 0; t < KK; t++) {
+            for (int t = 0; t < tp->n; t++) {
                 int ih = oh + tp->di[t], iw = ow + tp->dj[t];
                 if (ih >= 0 && ih < h && iw >= 0 && iw < w)
                     m[t] |= (uint16_t)(1u << l);
@@ -173,7 +241,7 @@ typedef struct {
 /* One 8 x (16*nv) block of loom__shift_gemm (nv a constant where it is
  * inlined): rows [r0, r0+rows) of the output; b is the segment's channel 0
  * plus the block's first column. */
-INLINE void gemm_block(const int nv, int C, const ptrdiff_t *dl, const float *wb,
+INLINE void gemm_block(const int nv, const int nt, int C, const ptrdiff_t *dl, const float *wb,
                        const uint16_t *mt, const float *b, size_t ld, int r0, int rows,
                        const dest_t *dst, size_t P, float *out, size_t ss, size_t rs, int accum)
 {
@@ -185,9 +253,9 @@ INLINE void gemm_block(const int nv, int C, const ptrdiff_t *dl, const float *wb
             c[r][v] = _mm512_setzero_ps();
     for (int ch = 0; ch < C; ch++) {
         const float *bc = b + (size_t)ch * ld;
-        const float *wc = wb + (size_t)ch * KK * MR;
+        const float *wc = wb + (size_t)ch * nt * MR;
         _Pragma("GCC unroll 9")
-        for (int t = 0; t < KK; t++) {
+        for (int t = 0; t < nt; t++) {
             const float *bk = bc + dl[t];
             __m512 bv[NV];
             _Pragma("GCC unroll 9")
@@ -232,7 +300,7 @@ void loom__shift_gemm(int M, int C, const loom__taps_t *tp, const float *wp, con
 #ifdef __AVX512F__
     const ptrdiff_t *off = tp->off;
     const int nb = (M + MR - 1) / MR;
-    const size_t K = (size_t)C * KK;
+    const size_t K = (size_t)C * tp->n;
     for (int g = 0; g < nseg; g++) {
         const float *sg = src + (size_t)g * gs;
         for (size_t j0 = 0; j0 < L; j0 += NR) {
@@ -249,15 +317,24 @@ void loom__shift_gemm(int M, int C, const loom__taps_t *tp, const float *wp, con
             for (int ib = 0; ib < nb; ib++) {
                 const float *wb = wp + (size_t)ib * K * MR;
                 const int rows = LOOM_MIN(MR, M - ib * MR);
-                if (nv == 3)
-                    gemm_block(3, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out, ss, rs,
-                               accum);
+                if (tp->n == KK && nv == 3) /* the 3x3 taps: their loop unrolled */
+                    gemm_block(3, KK, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out,
+                               ss, rs, accum);
+                else if (tp->n == KK && nv == 2)
+                    gemm_block(2, KK, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out,
+                               ss, rs, accum);
+                else if (tp->n == KK)
+                    gemm_block(1, KK, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out,
+                               ss, rs, accum);
+                else if (nv == 3)
+                    gemm_block(3, tp->n, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out,
+                               ss, rs, accum);
                 else if (nv == 2)
-                    gemm_block(2, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out, ss, rs,
-                               accum);
+                    gemm_block(2, tp->n, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out,
+                               ss, rs, accum);
                 else
-                    gemm_block(1, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out, ss, rs,
-                               accum);
+                    gemm_block(1, tp->n, C, off, wb, mb, sg + j0, ld, ib * MR, rows, &dst, P, out,
+                               ss, rs, accum);
             }
         }
     }
