@@ -668,7 +668,8 @@ static void shift2_dw_task(void *arg, int tid, int nt)
 /* The data gradient of use_shift2, phase by phase (loom__shift_taps_dx2),
  * with the weights loom_conv_backward packed (shared workspace: phase
  * (a, b) at dx2_off[2a+b]).  Two phases of one row parity are computed into
- * the thread's col, then interleaved into dx. */
+ * the thread's col, then interleaved into dx.  Thread contract: as
+ * shift_fwd_task (samples [sb, se), their dx, the thread's workspace). */
 static void shift2_dx_task(void *arg, int tid, int nt)
 {
     const conv_job_t *j = arg;

@@ -1,7 +1,7 @@
 /*
- * conv_shift.c - 3x3 stride-1 convolutions with padding 1 (the output the
- * size of the input) as implicit GEMM: the rows of the column matrix are
- * never written.  Row (c, t) of im2col, tap t = (ki, kj), is channel c of
+ * conv_shift.c - 3x3 convolutions with padding 1, stride 1 (the output the
+ * size of the input) or stride 2 on even sizes, as implicit GEMM: the rows
+ * of the column matrix are never written.  Row (c, t) of im2col, tap t = (ki, kj), is channel c of
  * the input shifted by delta_t = (ki-1)*w + (kj-1) floats, with the lanes
  * whose shifted position falls outside the image set to zero; the kernels
  * here read it so, with AVX-512 masked loads, from the input itself:
@@ -19,6 +19,13 @@
  * The masks depend only on the column's position in its sample, so one
  * table (loom__shift_masks) serves every segment: 9 taps x 16 lanes per
  * 16-column vector, lanes at or past L cleared.
+ *
+ * Stride 2: the input split into its four phases (even/odd rows x columns,
+ * loom__shift_phases) makes each tap a shifted read of one phase (offsets
+ * and masks from a loom__taps_t instead of delta_t), so the same kernels
+ * serve forward and weight gradient; the data gradient is computed phase by
+ * phase of dx (loom__shift_taps_dx2: 1, 2 or 4 taps, shifts of dy by 0 or 1)
+ * and interleaved back (loom__shift_merge).
  *
  * Cost: loom__shift_gemm, 2*M*C*9*L flops per segment in conv_gemm.c's
  * register tile (8 rows x 48 columns, 24 multiply-adds per k; 3 masked
@@ -347,9 +354,9 @@ void loom__shift_gemm(int M, int C, const loom__taps_t *tp, const float *wp, con
 #ifdef __AVX512F__
 /* The weight gradient of nco (constant where inlined) output channels from
  * co, input channel ci: 9 taps each, summed over all segments' columns. */
-INLINE void dw_tile(const int nco, int cin, const ptrdiff_t *dl, const uint16_t *mt, const float *dy,
-                    size_t ldy, size_t gdy, const float *x, size_t gx, int nseg, size_t L,
-                    float *dw)
+INLINE void dw_tile(const int nco, int cin, const ptrdiff_t *dl, const uint16_t *mt,
+                    const float *dy, size_t ldy, size_t gdy, const float *x, size_t gx,
+                    int nseg, size_t L, float *dw)
 {
     const size_t nvec = (L + 15) / 16;
     __m512 acc[CT][KK];
@@ -387,9 +394,9 @@ INLINE void dw_tile(const int nco, int cin, const ptrdiff_t *dl, const uint16_t 
 
 /* Thread contract: any thread; reads mt, dy and x, adds to dw (the caller's,
  * one per thread). */
-void loom__shift_dw(int cout, int cin, const loom__taps_t *tp, const uint16_t *mt, const float *dy, size_t ldy,
-                    size_t gdy, const float *x, size_t ldx, size_t gx, int nseg, size_t L,
-                    float *dw)
+void loom__shift_dw(int cout, int cin, const loom__taps_t *tp, const uint16_t *mt, const float *dy,
+                    size_t ldy, size_t gdy, const float *x, size_t ldx, size_t gx, int nseg,
+                    size_t L, float *dw)
 {
 #ifdef __AVX512F__
     const ptrdiff_t *off = tp->off;
