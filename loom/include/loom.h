@@ -108,9 +108,11 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w,
 
 /* How the 3x3 convolutions of stride 1 (no dilation, no groups, padding at
  * most 2) are computed: LOOM_CONV_AUTO (the default) picks per layer shape,
- * LOOM_CONV_IM2COL forces im2col + sgemm, LOOM_CONV_WINOGRAD Winograd's
- * F(4x4, 3x3) (forward and both gradients; doc/loom.md, "Convolution").
- * Other convolutions always use im2col + sgemm.  loom_conv_workspace covers
+ * LOOM_CONV_IM2COL forces im2col + sgemm (with AVX-512, its implicit form
+ * for padding 1: the shifted input read in place), LOOM_CONV_WINOGRAD
+ * Winograd's F(4x4, 3x3) (forward and both gradients; doc/loom.md,
+ * "Convolution").  Other convolutions always use im2col + sgemm (or that
+ * implicit form, for 3x3 padding 1 stride 2 on even sizes).  loom_conv_workspace covers
  * every choice.  Process-wide; thread: set it while no convolution runs. */
 typedef enum { LOOM_CONV_AUTO = 0, LOOM_CONV_IM2COL = 1, LOOM_CONV_WINOGRAD = 2 } loom_conv_algo_t;
 void loom_conv_set_algo(loom_conv_algo_t algo);

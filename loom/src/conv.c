@@ -17,7 +17,10 @@
  * products (forward, and dx by correlation) run in conv_gemm.c's kernel,
  * which reads the column matrix in place and writes each sample's rows
  * directly (no packing copy of the column matrix, no unpacking of the
- * output); the weight gradient stays with cblas_sgemm.
+ * output); the weight gradient stays with cblas_sgemm.  3x3 stride-1
+ * convolutions with padding 1 (use_shift) write no column matrix at all:
+ * conv_shift.c reads the shifted input in place for the forward, the data
+ * gradient (on dy, with the flipped weights) and the weight gradient.
  */
 #include "internal.h"
 
@@ -36,6 +39,12 @@
  * L2 in 48-column blocks, so it does not need the 512-column chunk to stay
  * there. */
 #define COLS_TARGET_WB 1568
+/* The implicit-GEMM path (conv_shift.c) on images of a multiple of 16
+ * pixels reads the samples in place, one segment each; its weight gradient
+ * sums over a chunk's columns in registers and reduces across lanes once per
+ * chunk, so chunks of at least 3136 columns (4 samples at 28x28) keep that
+ * reduction small. */
+#define COLS_TARGET_SEG 3136
 #define COL_MAX_FLOATS (4u << 20) /* cap of one thread's column buffer */
 
 int loom_conv_out_size(int in, int k, int stride, int pad, int dil)
@@ -93,10 +102,13 @@ static loom_conv_desc_t flipped_desc(const loom_conv_desc_t *d)
 
 /* Samples packed in one column matrix (per thread). */
 static int use_wb(int M, int K);
+static int use_shift(const loom_conv_desc_t *d, int h, int w);
 
-static int chunk_samples(const loom_conv_desc_t *d, size_t K, size_t P, int n, int nt)
+static int chunk_samples(const loom_conv_desc_t *d, int h, int w, size_t K, size_t P, int n, int nt)
 {
     size_t target = P < 512 && use_wb(d->cout / d->groups, (int)K) ? COLS_TARGET_WB : COLS_TARGET;
+    if (use_shift(d, h, w))
+        target = P % 16 ? COLS_TARGET_WB : COLS_TARGET_SEG;
     size_t nb = (target + P - 1) / P, per = ((size_t)n + nt - 1) / nt;
     if (nb * K * P > COL_MAX_FLOATS)
         nb = COL_MAX_FLOATS / (K * P);
@@ -123,8 +135,14 @@ static int chunk_samples(const loom_conv_desc_t *d, size_t K, size_t P, int n, i
  *                       flipped layout of bwd_task)
  * (a pointwise convolution uses only dw).  Offsets are in floats. */
 typedef struct {
-    size_t shared, per_thread, col, aux, dyg, tmp, dw;
+    size_t shared, per_thread, col, aux, dyg, tmp, dw, mask;
     int corr; /* dx_by_correlation: the layout above is the correlation path's */
+    int shift; /* use_shift: col and dyg hold x and dy of the packed samples
+                  (where P % 16 != 0), mask the masks of conv_shift.c; no aux
+                  or tmp; dw in the standard layout */
+    int shift2; /* use_shift2: the layout of im2col (for dx), col holding x's
+                   phases and dyg the packed dy for the forward and the weight
+                   gradient, then mask */
 } ws_layout_t;
 
 static size_t round16(size_t f) { return (f + 15) & ~(size_t)15; }
@@ -140,10 +158,53 @@ static int use_wb(int M, int K)
     return loom__gemm_wb_available() && K <= 1152 && (long)M * K <= 128L * 1152;
 }
 
+/* The implicit-GEMM path of conv_shift.c: 3x3, stride 1, padding 1,
+ * ungrouped, where loom__gemm_wb's size limits hold for the forward and the
+ * data-gradient weights. */
+static int use_shift(const loom_conv_desc_t *d, int h, int w)
+{
+    return d->stride_h == 1 && loom__shift_applies(d, h, w) && use_wb(d->cout, d->cin * 9) &&
+           use_wb(d->cin, d->cout * 9);
+}
+
+/* The same for stride 2 on even sizes (conv_shift.c's phases): forward,
+ * weight gradient, and the data gradient phase by phase (at most 4 taps per
+ * phase, so loom__gemm_wb's limit on its weights holds where the forward's
+ * does). */
+static int use_shift2(const loom_conv_desc_t *d, int h, int w)
+{
+    return d->stride_h == 2 && loom__shift_applies(d, h, w) && use_wb(d->cout, d->cin * 9) &&
+           use_wb(d->cin, d->cout * 4);
+}
+
+/* Floats of the four phases' packed data-gradient weights (use_shift2),
+ * then room for one phase's weights before packing (cin x 4*cout). */
+static size_t dx2_pack_floats(const loom_conv_desc_t *d)
+{
+    return loom__gemm_wpack_floats(d->cin, d->cout * 9) + (size_t)d->cin * d->cout * 4;
+}
+
 static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, size_t P, int nb,
                              int nt)
 {
     ws_layout_t L = {0}; /* col at offset 0 */
+    if (use_shift(d, h, w)) {
+        size_t nw = (size_t)d->cout * K, f = 0, N = (size_t)nb * P;
+        L.shift = L.corr = 1;
+        if (P % 16) { /* packed copies of x and dy */
+            L.dyg = f = round16((size_t)d->cin * N);
+            f = round16(f + (size_t)d->cout * N);
+        }
+        L.mask = f;
+        f = round16(f + (loom__shift_mask_count(N) + 1) / 2);
+        L.dw = f;
+        if (nt > 1)
+            f += nw;
+        L.per_thread = round16(f);
+        L.shared = round16(LOOM_MAX(loom__gemm_wpack_floats(d->cout, (int)K),
+                                    loom__gemm_wpack_floats(d->cin, d->cout * 9)));
+        return L;
+    }
     const int corr = L.corr = dx_by_correlation(d);
     size_t nw = (size_t)d->cout * K, cog = (size_t)(d->cout / d->groups);
     size_t cg = (size_t)(d->cin / d->groups), HW = (size_t)h * w, f = 0;
@@ -171,6 +232,12 @@ static ws_layout_t ws_layout(const loom_conv_desc_t *d, int h, int w, size_t K, 
         if (corr && use_wb((int)cg, (int)kf))
             fw = LOOM_MAX(fw, G * loom__gemm_wpack_floats((int)cg, (int)kf));
         L.shared = round16(LOOM_MAX(L.shared, fw));
+    }
+    if (use_shift2(d, h, w)) { /* five mask tables: the 3x3 taps, the data gradient's phases */
+        L.shift2 = 1;
+        L.mask = L.per_thread;
+        L.per_thread = round16(L.per_thread + 5 * ((loom__shift_mask_count((size_t)nb * P) + 1) / 2));
+        L.shared = LOOM_MAX(L.shared, round16(dx2_pack_floats(d)));
     }
     return L;
 }
@@ -209,7 +276,7 @@ size_t loom_conv_workspace(const loom_conv_desc_t *d, int n, int h, int w)
     int ho = loom_conv_out_size(h, d->kh, d->stride_h, d->pad_h, d->dil_h);
     int wo = loom_conv_out_size(w, d->kw, d->stride_w, d->pad_w, d->dil_w);
     size_t K = (size_t)(d->cin / d->groups) * d->kh * d->kw, P = (size_t)ho * wo;
-    ws_layout_t L = ws_layout(d, h, w, K, P, chunk_samples(d, K, P, n, nt), nt);
+    ws_layout_t L = ws_layout(d, h, w, K, P, chunk_samples(d, h, w, K, P, n, nt), nt);
     size_t f = L.shared + (size_t)nt * L.per_thread;
     if (loom__wino_applies(d)) /* whichever algorithm the setting picks later */
         f = LOOM_MAX(f, loom__wino_workspace(d, n, h, w, nt));
@@ -224,6 +291,9 @@ typedef struct {
     const float *x, *weight, *dy;
     float *y, *dx, *dweight, *dbias, *ws;
     const float *wpack; /* weights packed for loom__gemm_wb (shared workspace), or NULL */
+    loom__taps_t taps;  /* use_shift: conv_shift.c's taps (stride 1) */
+    loom__taps_t dx2_taps[4]; /* use_shift2: the data gradient's phases */
+    size_t dx2_off[4];        /* and their packed weights (shared workspace offsets) */
     int accum_dx;
     int bwd_nt; /* threads that ran backward with private weight gradients */
 } conv_job_t;
@@ -371,15 +441,20 @@ static void job_init(conv_job_t *j, const loom_conv_desc_t *d, int n, int h, int
     j->G = d->groups, j->cg = d->cin / d->groups, j->cog = d->cout / d->groups;
     j->K = (size_t)j->cg * d->kh * d->kw, j->P = (size_t)j->ho * j->wo, j->HW = (size_t)h * w;
     j->nw = (size_t)d->cout * j->K;
-    j->nb = chunk_samples(d, j->K, j->P, n, nt);
+    j->nb = chunk_samples(d, h, w, j->K, j->P, n, nt);
     j->L = ws_layout(d, h, w, j->K, j->P, j->nb, nt);
     j->ws = ws;
+    if (j->L.shift)
+        loom__shift_taps(1, w, 0, &j->taps);
 }
 
 /* Backward through the flipped weights (flip_task wrote them to the shared
  * workspace): dx by correlation, with the private weight gradients in the
  * flipped layout. */
 static int flipped(const conv_job_t *j) { return j->L.corr && j->dx; }
+
+/* The private weight gradients are in the flipped layout (bwd_task). */
+static int dw_flipped(const conv_job_t *j) { return flipped(j) && !j->L.shift; }
 
 static float *thread_ws(const conv_job_t *j, int tid)
 {
@@ -446,6 +521,184 @@ static void fwd_task(void *arg, int tid, int nt)
     }
 }
 
+/* The segments of conv_shift.c for samples [s0, s0+m) of a tensor of C
+ * channels (src, sample stride C*P): the samples in place, one segment each,
+ * where P is a multiple of 16; else copied side by side into buf (C rows of
+ * m*P), one segment. */
+typedef struct {
+    const float *p;
+    size_t ld, gs, L;
+    int nseg;
+} segs_t;
+
+static segs_t shift_segs(const conv_job_t *j, const float *src, int C, size_t s0, int m, float *buf)
+{
+    const size_t P = j->P;
+    segs_t g;
+    if (P % 16 == 0 && !j->L.shift2) {
+        g.p = src + s0 * C * P, g.ld = P, g.gs = (size_t)C * P, g.L = P, g.nseg = m;
+        return g;
+    }
+    const size_t N = (size_t)m * P;
+    for (int c = 0; c < C; c++)
+        for (int s = 0; s < m; s++)
+            memcpy(buf + (size_t)c * N + (size_t)s * P, src + ((s0 + s) * C + c) * P,
+                   sizeof(float) * P);
+    g.p = buf, g.ld = N, g.gs = 0, g.L = N, g.nseg = 1;
+    return g;
+}
+
+/* The mask table of the thread's workspace, for segments of L columns
+ * (recomputed only when L changes: the last, shorter chunk). */
+static const uint16_t *shift_mask(const conv_job_t *j, const loom__taps_t *tp, float *base,
+                                  size_t L, size_t *have)
+{
+    uint16_t *mt = (uint16_t *)(base + j->L.mask);
+    if (*have != L)
+        loom__shift_masks(tp, j->ho, j->wo, L, mt), *have = L;
+    return mt;
+}
+
+/* Thread contract (both): thread tid owns samples [sb, se) (static split),
+ * writes only their y or dx and its own part of the workspace; reads the
+ * packed weights in the shared part.  Backward adds the weight gradient to
+ * a private copy when there are several threads (summed in thread order by
+ * reduce_task). */
+static void shift_fwd_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const loom_conv_desc_t *d = j->d;
+    float *base = thread_ws(j, tid);
+    size_t sb, se, have = 0;
+    loom__range((size_t)j->n, tid, nt, &sb, &se);
+    for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
+        int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
+        segs_t x = shift_segs(j, j->x, d->cin, s0, m, base + j->L.col);
+        const uint16_t *mt = shift_mask(j, &j->taps, base, x.L, &have);
+        loom__shift_gemm(d->cout, d->cin, &j->taps, j->wpack, mt, x.p, x.ld, x.gs, x.nseg, x.L, j->P,
+                         j->y + s0 * d->cout * j->P, (size_t)d->cout * j->P, j->P, 0);
+    }
+}
+
+static void shift_bwd_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const loom_conv_desc_t *d = j->d;
+    float *base = thread_ws(j, tid), *dw = NULL;
+    size_t sb, se, have = 0;
+    loom__range((size_t)j->n, tid, nt, &sb, &se);
+    if (tid == 0)
+        ((conv_job_t *)arg)->bwd_nt = nt;
+    if (j->dweight) {
+        dw = nt > 1 ? base + j->L.dw : j->dweight;
+        if (nt > 1)
+            memset(dw, 0, sizeof(float) * j->nw);
+    }
+    for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
+        int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
+        segs_t g = shift_segs(j, j->dy, d->cout, s0, m, base + j->L.dyg);
+        const uint16_t *mt = shift_mask(j, &j->taps, base, g.L, &have);
+        if (dw) {
+            segs_t x = shift_segs(j, j->x, d->cin, s0, m, base + j->L.col);
+            loom__shift_dw(d->cout, d->cin, &j->taps, mt, g.p, g.ld, g.gs, x.p, x.ld, x.gs, g.nseg,
+                           g.L, dw);
+        }
+        if (j->dx) /* dx by correlation with the flipped weights that flip_task packed */
+            loom__shift_gemm(d->cin, d->cout, &j->taps, j->wpack, mt, g.p, g.ld, g.gs, g.nseg, g.L,
+                             j->P, j->dx + s0 * d->cin * j->HW, (size_t)d->cin * j->HW, j->HW,
+                             j->accum_dx);
+    }
+}
+
+/* Stride 2 (use_shift2): x's phases of samples [s0, s0+m) into the
+ * thread's col, and their taps (Lq = m*P columns per phase). */
+static const float *shift2_phases(const conv_job_t *j, float *base, size_t s0, int m,
+                                  loom__taps_t *tp)
+{
+    const size_t Lq = (size_t)m * j->P;
+    float *xq = base + j->L.col;
+    loom__shift_phases(j->x + s0 * j->d->cin * j->HW, (size_t)j->d->cin * j->HW, j->d->cin, m,
+                       j->h, j->w, xq, Lq);
+    loom__shift_taps(2, j->wo, Lq, tp);
+    return xq;
+}
+
+/* Thread contract (both): as shift_fwd_task / shift_bwd_task; the weight
+ * gradient only (dx runs in bwd_task afterwards). */
+static void shift2_fwd_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const loom_conv_desc_t *d = j->d;
+    float *base = thread_ws(j, tid);
+    size_t sb, se, have = 0;
+    loom__range((size_t)j->n, tid, nt, &sb, &se);
+    for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
+        int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
+        loom__taps_t tp;
+        const float *xq = shift2_phases(j, base, s0, m, &tp);
+        const size_t Lq = (size_t)m * j->P;
+        const uint16_t *mt = shift_mask(j, &tp, base, Lq, &have);
+        loom__shift_gemm(d->cout, d->cin, &tp, j->wpack, mt, xq, 4 * Lq, 0, 1, Lq, j->P,
+                         j->y + s0 * d->cout * j->P, (size_t)d->cout * j->P, j->P, 0);
+    }
+}
+
+static void shift2_dw_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const loom_conv_desc_t *d = j->d;
+    float *base = thread_ws(j, tid), *dw = nt > 1 ? base + j->L.dw : j->dweight;
+    size_t sb, se, have = 0;
+    loom__range((size_t)j->n, tid, nt, &sb, &se);
+    if (tid == 0)
+        ((conv_job_t *)arg)->bwd_nt = nt;
+    if (nt > 1)
+        memset(dw, 0, sizeof(float) * j->nw);
+    for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
+        int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
+        loom__taps_t tp;
+        const float *xq = shift2_phases(j, base, s0, m, &tp);
+        const size_t Lq = (size_t)m * j->P;
+        segs_t g = shift_segs(j, j->dy, d->cout, s0, m, base + j->L.dyg);
+        const uint16_t *mt = shift_mask(j, &tp, base, Lq, &have);
+        loom__shift_dw(d->cout, d->cin, &tp, mt, g.p, g.ld, g.gs, xq, 4 * Lq, 0, 1, Lq, dw);
+    }
+}
+
+/* The data gradient of use_shift2, phase by phase (loom__shift_taps_dx2),
+ * with the weights loom_conv_backward packed (shared workspace: phase
+ * (a, b) at dx2_off[2a+b]).  Two phases of one row parity are computed into
+ * the thread's col, then interleaved into dx.  Thread contract: as
+ * shift_fwd_task (samples [sb, se), their dx, the thread's workspace). */
+static void shift2_dx_task(void *arg, int tid, int nt)
+{
+    const conv_job_t *j = arg;
+    const loom_conv_desc_t *d = j->d;
+    float *base = thread_ws(j, tid);
+    const size_t mask_f = (loom__shift_mask_count((size_t)j->nb * j->P) + 1) / 2;
+    size_t sb, se, have[4] = {0};
+    loom__range((size_t)j->n, tid, nt, &sb, &se);
+    for (size_t s0 = sb; s0 < se; s0 += (size_t)j->nb) {
+        int m = (int)LOOM_MIN((size_t)j->nb, se - s0);
+        const size_t Lq = (size_t)m * j->P;
+        segs_t g = shift_segs(j, j->dy, d->cout, s0, m, base + j->L.dyg);
+        for (int a = 0; a < 2; a++) {
+            float *q[2];
+            for (int b = 0; b < 2; b++) {
+                const int ph = 2 * a + b;
+                uint16_t *mt = (uint16_t *)(base + j->L.mask + (size_t)(1 + ph) * mask_f);
+                if (have[ph] != Lq)
+                    loom__shift_masks(&j->dx2_taps[ph], j->ho, j->wo, Lq, mt), have[ph] = Lq;
+                q[b] = base + j->L.col + (size_t)b * d->cin * Lq;
+                loom__shift_gemm(d->cin, d->cout, &j->dx2_taps[ph], j->ws + j->dx2_off[ph], mt, g.p,
+                                 g.ld, g.gs, g.nseg, g.L, j->P, q[b], (size_t)d->cin * j->P, j->P, 0);
+            }
+            loom__shift_merge(q[0], q[1], j->P, d->cin, m, j->h, j->w, a,
+                              j->dx + s0 * d->cin * j->HW, (size_t)d->cin * j->HW, j->accum_dx);
+        }
+    }
+}
+
 static void bias_task(void *arg, int tid, int nt)
 {
     const conv_job_t *j = arg;
@@ -489,7 +742,7 @@ void loom_conv_forward(const loom_conv_desc_t *d, int n, int h, int w, const flo
             loom__gemm_pack_w(j.cog, (int)j.K, weight + (size_t)g * j.cog * j.K, j.K, ws + g * per);
         j.wpack = ws;
     }
-    loom__parallel(fwd_task, &j);
+    loom__parallel(j.L.shift ? shift_fwd_task : j.L.shift2 ? shift2_fwd_task : fwd_task, &j);
     if (d->bias && bias) {
         j.dbias = (float *)bias; /* read only in forward */
         loom__parallel(bias_task, &j);
@@ -669,7 +922,7 @@ static void reduce_task(void *arg, int tid, int nt)
     loom__range(j->nw, tid, nt, &b, &e);
     for (int t = 0; t < j->bwd_nt; t++) {
         const float *src = thread_ws(j, t) + j->L.dw;
-        if (!flipped(j)) {
+        if (!dw_flipped(j)) {
             for (size_t i = b; i < e; i++)
                 j->dweight[i] += src[i];
             continue;
@@ -708,7 +961,28 @@ void loom_conv_backward(const loom_conv_desc_t *d, int n, int h, int w, const fl
             j.wpack = ws; /* flip_task writes loom__gemm_wb's layout */
         loom__parallel(flip_task, &j);
     }
-    loom__parallel(bwd_task, &j);
-    if (dweight && (j.bwd_nt > 1 || flipped(&j)))
+    if (j.L.shift2) {
+        if (dweight)
+            loom__parallel(shift2_dw_task, &j);
+        if (dx) { /* the phases' weights: W'[ci][co*n + t] = W[co][ci][kt[t]], packed */
+            size_t off = 0;
+            float *tmp = ws + dx2_pack_floats(d) - (size_t)d->cin * d->cout * 4;
+            for (int ph = 0; ph < 4; ph++) {
+                int kt[9], n = loom__shift_taps_dx2(ph / 2, ph % 2, j.wo, &j.dx2_taps[ph], kt);
+                for (int ci = 0; ci < d->cin; ci++)
+                    for (int co = 0; co < d->cout; co++)
+                        for (int t = 0; t < n; t++)
+                            tmp[((size_t)ci * d->cout + co) * n + t] =
+                                weight[((size_t)co * d->cin + ci) * 9 + kt[t]];
+                j.dx2_off[ph] = off;
+                loom__gemm_pack_w(d->cin, d->cout * n, tmp, (size_t)d->cout * n, ws + off);
+                off += loom__gemm_wpack_floats(d->cin, d->cout * n);
+            }
+            loom__parallel(shift2_dx_task, &j);
+        }
+    } else {
+        loom__parallel(j.L.shift ? shift_bwd_task : bwd_task, &j);
+    }
+    if (dweight && (j.bwd_nt > 1 || dw_flipped(&j)))
         loom__parallel(reduce_task, &j);
 }

@@ -54,6 +54,47 @@ void loom__gemm_pack_w(int M, int K, const float *w, size_t ldw, float *wp);
 void loom__gemm_wb(int M, int K, const float *wp, const float *b, size_t ldb, int m, size_t P,
                    float *out, size_t ss, size_t rs, int accum);
 
+/* 3x3 convolutions with padding 1, ungrouped, stride 1 or (on even
+ * sizes) 2, as implicit GEMM (conv_shift.c).  The source is read in
+ * segments (segment g's channel c at src + g*gs + c*ld, L columns of whole
+ * output images of P positions); tap t of output column j is src[c*ld + j +
+ * off[t]], zero where the tap leaves the source plane (the mask table of
+ * loom__shift_masks, loom__shift_mask_count(L) entries).  Stride 1: the
+ * source is the input (or dy).  Stride 2: the input's four phases (even/odd
+ * rows x columns) of ho x wo each, laid out by loom__shift_phases as [c][phase]
+ * [Lq] (ld = 4*Lq).  loom__shift_gemm: out[s][r][p] (+= if accum)
+ * sum_{c<C,t<9} W[r][c*9+t] * tap for the nseg*L columns (sample s row r at
+ * out + s*ss + r*rs), W packed by loom__gemm_pack_w (M x 9C).
+ * loom__shift_dw (9 taps only): dw[co][ci][t] += sum over the columns of
+ * dy[co][j] * tap (dy as segments of the same shape).  Available where loom__gemm_wb is
+ * (loom__shift_applies is 0 elsewhere).  Thread: any (each call writes only
+ * what it names). */
+typedef struct {
+    int n;                    /* taps: 9 (loom__shift_taps), fewer for loom__shift_taps_dx2 */
+    ptrdiff_t off[9];         /* offset of tap t from the column in its channel's row */
+    signed char di[9], dj[9]; /* its shift in rows and columns of the source plane */
+} loom__taps_t;
+int loom__shift_applies(const loom_conv_desc_t *d, int h, int w);
+void loom__shift_taps(int stride, int wo, size_t Lq, loom__taps_t *tp);
+void loom__shift_phases(const float *x, size_t xs, int C, int m, int h, int w, float *xq, size_t Lq);
+/* The stride-2 data gradient, phase by phase: phase (a, b) of dx (rows 2i+a,
+ * columns 2j+b) is a loom__shift_gemm over dy (packed, [co][Lq]) with the n
+ * (1, 2 or 4) taps that reach it, kernel taps kt[0..n) (weights packed as
+ * W'[ci][co*n + t] = W[co][ci][kt[t]]); returns n.  loom__shift_merge writes
+ * (or adds) phases (a, 0) and (a, 1) of m samples ([s][c][qs] each) into the
+ * rows 2i+a of dx (sample stride xs). */
+int loom__shift_taps_dx2(int a, int b, int wo, loom__taps_t *tp, int kt[9]);
+void loom__shift_merge(const float *q0, const float *q1, size_t qs, int C, int m, int h, int w,
+                       int a, float *dx, size_t xs, int accum);
+size_t loom__shift_mask_count(size_t L);
+void loom__shift_masks(const loom__taps_t *tp, int h, int w, size_t L, uint16_t *mt);
+void loom__shift_gemm(int M, int C, const loom__taps_t *tp, const float *wp, const uint16_t *mt,
+                      const float *src, size_t ld, size_t gs, int nseg, size_t L, size_t P,
+                      float *out, size_t ss, size_t rs, int accum);
+void loom__shift_dw(int cout, int cin, const loom__taps_t *tp, const uint16_t *mt, const float *dy,
+                    size_t ldy, size_t gdy, const float *x, size_t ldx, size_t gx, int nseg, size_t L,
+                    float *dw);
+
 /* Fused layers for the single-process executor (model.c; layers.c): batch
  * norm whose output goes through an in-place ReLU (forward writes
  * max(0, bn(x)); backward takes dy of the ReLU's output ry and counts it where

@@ -2,7 +2,8 @@
  * test_conv_ref.c - the im2col + sgemm convolution against a direct naive
  * loop (in double) for many shapes: strides, paddings, odd sizes, groups,
  * dilation, bias, 1x1 fast path, stride-1 data gradients by correlation, and
- * batches that span several packed column chunks; the 3x3 stride-1 shapes
+ * batches that span several packed column chunks (and conv_shift.c's chunks
+ * of samples read in place); the 3x3 stride-1 shapes
  * also under each algorithm setting (im2col, Winograd F(4x4,3x3), auto).  Forward output and all
  * three backward gradients, overwriting dx, then accumulating into it, then
  * the weight gradient alone (dx NULL).
@@ -142,6 +143,20 @@ int main(void)
     run(2, 9, 130, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 4, 7);     /* dx K = 1170: sgemm */
     run(2, 64, 131, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 4, 4);    /* 131 x 576 weights: sgemm */
     run(2, 16, 129, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 6, 6);    /* 129 x 144 weights: sgemm */
+    /* conv_shift.c (3x3, stride 1, padding 1): samples in place where h*w is a
+     * multiple of 16, several chunks of 4 per thread and a partial last one;
+     * packed samples elsewhere; stride 2 (forward and weight gradient from
+     * the input's phases); one thread (the weight gradient added straight
+     * into dweight) and two */
+    run(11, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 28, 28);
+    run(40, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 4, 4);
+    run(21, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 28, 28); /* stride 2 on even sizes: phases */
+    run(3, 4, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 0, 8, 10);
+    loom_set_threads(1);
+    run(11, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 28, 28);
+    run(9, 7, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 0, 7, 7);
+    run(21, 5, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 14, 14);
+    loom_set_threads(2);
     /* 3x3 stride 1 under each algorithm setting: im2col + sgemm, and
      * Winograd F(4x4, 3x3) (forward, dx by the flipped kernel, dW in the
      * transformed domain) against the same direct reference: paddings 0, 1
