@@ -108,6 +108,7 @@ typedef struct wmpi_comm {
     weft_comm_t wc;          /* NULL: the communicator is served by MPI (reason) */
     int reason;
     MPI_Comm mpi;            /* the program's communicator */
+    int rank, size;          /* this rank's and the size in it (fixed for its life) */
     atomic_int pending;      /* nonblocking operations whose callback has not run */
     unsigned long seq;       /* creation order, for MPI_Finalize */
     struct wmpi_comm *next;  /* live list (creation order) or zombie list */
@@ -365,14 +366,18 @@ static void live_remove(wmpi_comm_t *e)
  * intercepted call on it, which every rank makes in the same order. */
 static int comm_create(MPI_Comm comm, wmpi_comm_t **out)
 {
-    int inter = 0;
-    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS) return R_BAD_COMM;
+    int inter = 0, rank = 0, size = 0;
+    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
+        PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        return R_BAD_COMM;
     wmpi_comm_t *e = calloc(1, sizeof *e);
     if (e == NULL) {
         wmpi_log("out of memory for a communicator's entry: the call goes to MPI");
         return R_COMM_CREATE;
     }
     e->mpi = comm;
+    e->rank = rank;
+    e->size = size;
     atomic_init(&e->pending, 0);
     if (inter) {
         e->reason = R_INTERCOMM;
@@ -1212,9 +1217,13 @@ static inline int null_buf(const void *buf, size_t n)
     return n > 0 && buf == NULL;
 }
 
-static int rank_size(MPI_Comm comm, int *rank, int *size)
+/* This rank and the size of the communicator of entry e (kept in the entry:
+ * no MPI call on the issue path). */
+static int rank_size(const wmpi_comm_t *e, int *rank, int *size)
 {
-    return PMPI_Comm_rank(comm, rank) == MPI_SUCCESS && PMPI_Comm_size(comm, size) == MPI_SUCCESS;
+    *rank = e->rank;
+    *size = e->size;
+    return 1;
 }
 
 /* ---- allreduce ------------------------------------------------------------------------ */
@@ -1320,7 +1329,7 @@ static int reduce_call_args(int call, const void *sbuf, void *rbuf, MPI_Count co
     if (why == R_WEFT) why = reduce_args(count, t, op, &a->t, &a->op);
     if (why == R_WEFT) why = comm_lookup(comm, &a->e);
     int rank = 0, size = 0;
-    if (why == R_WEFT && !rank_size(comm, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && !rank_size(a->e, &rank, &size)) why = R_BAD_COMM;
     if (why == R_WEFT && (root < 0 || root >= size)) why = R_ARG;
     if (why == R_WEFT && (null_buf(sbuf, (size_t)count) ||
                           (rank == root && null_buf(rbuf, (size_t)count))))
@@ -1371,7 +1380,7 @@ static int bcast_args(int call, void *buf, MPI_Count count, MPI_Datatype t, int 
     if (why == R_WEFT) why = contig_bytes(count, t, &a->n);
     if (why == R_WEFT) why = comm_lookup(comm, &a->e);
     int rank = 0, size = 0;
-    if (why == R_WEFT && !rank_size(comm, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && !rank_size(a->e, &rank, &size)) why = R_BAD_COMM;
     if (why == R_WEFT && (root < 0 || root >= size || null_buf(buf, a->n))) why = R_ARG;
     a->r = buf;
     a->t = WEFT_UINT8;
@@ -1474,7 +1483,7 @@ static int rooted_args(int call, const void *one_buf, MPI_Count one_count, MPI_D
     int why = call_check(call);
     int rank = 0, size = 0;
     if (why == R_WEFT) why = comm_lookup(comm, &a->e);
-    if (why == R_WEFT && !rank_size(comm, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && !rank_size(a->e, &rank, &size)) why = R_BAD_COMM;
     if (why == R_WEFT && (root < 0 || root >= size)) why = R_ARG;
     if (why != R_WEFT) return why;
     size_t one = 0, many = 0;
