@@ -28,6 +28,8 @@
 
 #ifdef __AVX512F__
 #include <immintrin.h>
+
+#include "conv_store.h"
 #endif
 
 #define MR 8  /* rows of W per register tile */
@@ -64,33 +66,6 @@ void loom__gemm_pack_w(int M, int K, const float *w, size_t ldw, float *wp)
             }
         }
 }
-
-#ifdef __AVX512F__
-/* Stores (or adds) the nl valid lanes of v, output columns j .. j+nl-1, row
- * r (of at most MR valid rows rows): one masked store when they lie in one
- * sample, else lane by lane. */
-static inline void store_lanes(__m512 v, size_t j, int nl, size_t P, float *out, size_t ss,
-                               size_t rs, int r, int accum)
-{
-    size_t s = j / P, p = j - s * P;
-    if (p + (size_t)nl <= P) {
-        float *o = out + s * ss + (size_t)r * rs + p;
-        __mmask16 k = (__mmask16)((1u << nl) - 1u);
-        if (accum)
-            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, o));
-        _mm512_mask_storeu_ps(o, k, v);
-        return;
-    }
-    float t[16];
-    _mm512_storeu_ps(t, v);
-    for (int l = 0; l < nl; l++) {
-        float *o = out + s * ss + (size_t)r * rs + p;
-        *o = accum ? *o + t[l] : t[l];
-        if (++p == P)
-            p = 0, s++;
-    }
-}
-#endif
 
 /* Thread contract: any thread; reads wp and b, writes only the M x (m*P)
  * outputs it names (callers give each thread its own samples). */
@@ -154,7 +129,7 @@ void loom__gemm_wb(int M, int K, const float *wp, const float *b, size_t ldb, in
             for (int r = 0; r < rows; r++)
                 for (int v = 0; v < NV; v++)
                     if (nlane[v] > 0)
-                        store_lanes(c[r][v], j0 + 16 * (size_t)v, nlane[v], P, out, ss, rs,
+                        loom__store_lanes(c[r][v], j0 + 16 * (size_t)v, nlane[v], P, out, ss, rs,
                                     ib * MR + r, accum);
         }
     }

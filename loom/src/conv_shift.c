@@ -46,6 +46,8 @@
 
 #ifdef __AVX512F__
 #include <immintrin.h>
+
+#include "conv_store.h"
 #endif
 
 #define MR 8  /* rows of W per register tile (loom__gemm_pack_w's blocks) */
@@ -213,30 +215,6 @@ void loom__shift_masks(const loom__taps_t *tp, int h, int w, size_t L, uint16_t 
 }
 
 #ifdef __AVX512F__
-/* Stores (or adds) the nl first lanes of v at output column J (of the whole
- * call, J = s*P + p), row r. */
-static void store_vec(__m512 v, size_t J, int nl, size_t P, float *out, size_t ss, size_t rs,
-                      int r, int accum)
-{
-    size_t s = J / P, p = J - s * P;
-    if (p + (size_t)nl <= P) {
-        float *o = out + s * ss + (size_t)r * rs + p;
-        __mmask16 k = (__mmask16)((1u << nl) - 1u);
-        if (accum)
-            v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, o));
-        _mm512_mask_storeu_ps(o, k, v);
-        return;
-    }
-    float t[16];
-    _mm512_storeu_ps(t, v);
-    for (int l = 0; l < nl; l++) {
-        float *o = out + s * ss + (size_t)r * rs + p;
-        *o = accum ? *o + t[l] : t[l];
-        if (++p == P)
-            p = 0, s++;
-    }
-}
-
 /* Where a block's vectors go: vector v's nl[v] lanes start at o[v] (row 0)
  * when they lie in one sample (whole[v]), else at output column J[v]. */
 typedef struct {
@@ -285,7 +263,7 @@ INLINE void gemm_block(const int nv, const int nt, int C, const ptrdiff_t *dl, c
             if (r >= rows)
                 continue;
             if (!dst->whole[v]) {
-                store_vec(c[r][v], dst->J[v], dst->nl[v], P, out, ss, rs, r0 + r, accum);
+                loom__store_lanes(c[r][v], dst->J[v], dst->nl[v], P, out, ss, rs, r0 + r, accum);
                 continue;
             }
             float *o = dst->o[v] + (size_t)(r0 + r) * rs;
