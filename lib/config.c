@@ -123,7 +123,8 @@ static const weft__config_var_t vars[] = {
     {BOOL_ROW("WEFT_SHM_COPY", "0", shm_copy),
      .doc = "1: large allreduce on the shared-memory path copies through the node's segment "
             "(no page of another process is pinned) instead of reading the peers' buffers "
-            "with cross-memory attach (0: fewer bytes moved; doc/benchmarks.md compares them)"},
+            "with cross-memory attach (0: fewer bytes moved; doc/notes/node_measurements.md "
+            "compares them)"},
     {SIZE_ROW("WEFT_SHM_CHUNK", "524288", 64, 1L << 30, shm_chunk),
      .doc = "the shared-memory path's pipeline chunk, bytes: a rank reduces and publishes its "
             "block in chunks this large, and its peers copy each as soon as it is published"},
