@@ -91,14 +91,45 @@ bool weft__node_all_reached(weft__node_t *n, uint64_t seq, uint32_t stage);
 void weft__node_peer_bufs(const weft__node_t *n, int peer, uint64_t *sbuf, uint64_t *rbuf);
 /** Peer's inline area for seq (this rank's own for peer == rank: to fill before posting). */
 void *weft__node_inline(weft__node_t *n, int peer, uint64_t seq);
-/** Bytes of one rank's block in one round of a staged operation: a rank's
- * staging area holds two rounds' inputs (p blocks each) and two rounds'
- * results (one block each). */
-#define WEFT__NODE_STAGE_CHUNK (128u * 1024u)
-/** Peer's staging area for round parity `half` (0 or 1): its input area
- * (p x WEFT__NODE_STAGE_CHUNK bytes) or, with result, its result area
- * (WEFT__NODE_STAGE_CHUNK bytes). Any thread. */
-void *weft__node_stage(weft__node_t *n, int peer, int half, int result);
+/** Staged operations: a rank's staging area holds WEFT__NODE_STAGE_AREAS
+ * rounds' inputs (p blocks each) and as many rounds' results (one block
+ * each), blocks of at most weft__node_stage_chunk bytes. Areas are reused
+ * every WEFT__NODE_STAGE_AREAS rounds: by then the lines a peer read are
+ * mostly out of its cache, so rewriting them costs no coherence traffic
+ * (doc/design.md, "Staged allreduce"). */
+#define WEFT__NODE_STAGE_AREAS 8u
+/** Most bytes of a block: 64 KiB, less where p ranks would need more
+ * than WEFT__NODE_STAGE_BUDGET bytes of staging each. */
+#define WEFT__NODE_STAGE_CHUNK (64u * 1024u)
+#define WEFT__NODE_STAGE_BUDGET (4u * 1024u * 1024u)
+/** Bytes of a block in a full round on this node (a multiple of 64). Any thread. */
+size_t weft__node_stage_chunk(const weft__node_t *n);
+/** The staging areas' rotation for an operation of `rounds` rounds: its
+ * round t uses area (returned value + t) % WEFT__NODE_STAGE_AREAS, so that
+ * consecutive short operations do not rewrite the same areas. Engine side,
+ * called in operation order (the same on every rank). */
+size_t weft__node_stage_take(weft__node_t *n, size_t rounds);
+/** Peer's staging area for round t (area t % WEFT__NODE_STAGE_AREAS): its
+ * input area (p blocks) or, with result, its result area (one block). Any
+ * thread. */
+void *weft__node_stage(weft__node_t *n, int peer, size_t t, int result);
+/** Trials of the two large-allreduce modes (lib/coll/shm_common.c): each
+ * rank keeps WEFT__NODE_TRIALS timings per size class in its slot, where
+ * its peers read them, and the policy's process-local state beside. */
+#define WEFT__NODE_CLASSES 16
+#define WEFT__NODE_TRIALS 4
+typedef struct weft__node_modes {
+    uint32_t calls[WEFT__NODE_CLASSES]; /* large allreduces started per size class */
+    int8_t staged[WEFT__NODE_CLASSES];  /* the choice of the last trials */
+} weft__node_modes_t;
+/** This node path's policy state (zeroed at open). Engine side. */
+weft__node_modes_t *weft__node_modes(weft__node_t *n);
+/** Record this rank's trial k of class cls, seconds. Engine side; the value
+ * is the peers' to read once this rank publishes its next stage. */
+void weft__node_trial_put(weft__node_t *n, int cls, int k, double s);
+/** Peer's trial k of class cls (after it published the stage that followed
+ * it). Any thread. */
+double weft__node_trial_get(const weft__node_t *n, int peer, int cls, int k);
 /** May this rank write its inline area for seq (every peer posted seq - 1,
  * so it finished reading the area's previous contents, of seq - 2)? */
 bool weft__node_inline_free(weft__node_t *n, uint64_t seq);

@@ -50,6 +50,12 @@ static const char *trace_clock_name(int v)
     return v >= 0 && v < 2 ? names[v] : NULL;
 }
 
+static const char *shm_copy_name(int v)
+{
+    static const char *const names[] = {"0", "1", "auto"};
+    return v >= 0 && v < 3 ? names[v] : NULL;
+}
+
 /* The field of weft__config_t a row writes. */
 #define FIELD(m) .offset = offsetof(weft__config_t, m), .size = sizeof(((weft__config_t *)0)->m)
 #define INT_ROW(n, def, l, h, m) .name = n, .default_value = def, .kind = WEFT__CFG_INT, \
@@ -120,11 +126,11 @@ static const weft__config_var_t vars[] = {
     {BOOL_ROW("WEFT_SHM", "1", shm),
      .doc = "collectives among ranks of one node may use the shared-memory single-copy path "
             "(0: the transport only)"},
-    {BOOL_ROW("WEFT_SHM_COPY", "0", shm_copy),
-     .doc = "1: large allreduce on the shared-memory path copies through the node's segment "
-            "(no page of another process is pinned) instead of reading the peers' buffers "
-            "with cross-memory attach (0: fewer bytes moved; doc/notes/node_measurements.md "
-            "compares them)"},
+    {NAME_ROW("WEFT_SHM_COPY", "auto", shm_copy_name, shm_copy),
+     .doc = "large allreduce on the shared-memory path: 1 copies through the node's segment "
+            "(staged: no page of another process is pinned), 0 reads the peers' buffers with "
+            "cross-memory attach (fewer bytes moved), auto times both in the first calls of "
+            "each size class and every 512th after, and runs the faster (doc/design.md)"},
     {SIZE_ROW("WEFT_SHM_CHUNK", "524288", 64, 1L << 30, shm_chunk),
      .doc = "the shared-memory path's pipeline chunk, bytes: a rank reduces and publishes its "
             "block in chunks this large, and its peers copy each as soon as it is published"},

@@ -18,6 +18,8 @@
 
 /** The configuration in effect. Written by weft_init only (before the engine
  * starts); read-only afterwards, from any thread. */
+#define WEFT__SHM_COPY_AUTO 2
+
 typedef struct weft__config {
     weft_algo_t force_algo[WEFT_COLL_COUNT]; /* WEFT_<COLL>_ALGO, AUTO if unset */
     char tuning_file[1024];                  /* WEFT_TUNING_FILE */
@@ -31,7 +33,8 @@ typedef struct weft__config {
     int node_ranks;                          /* WEFT_NODE_RANKS: test nodes of k ranks (0: real) */
     int shm;                                 /* WEFT_SHM: the node's shared-memory path */
     size_t shm_chunk;                        /* WEFT_SHM_CHUNK bytes */
-    int shm_copy;                            /* WEFT_SHM_COPY: staged allreduce */
+    int shm_copy;                            /* WEFT_SHM_COPY: 0, 1 (staged allreduce),
+                                              * WEFT__SHM_COPY_AUTO */
     int spin;                                /* WEFT_SPIN: empty passes before yielding */
     int max_sleep_us;                        /* WEFT_MAX_SLEEP_US: oversubscribed backoff cap */
     int measure;                             /* WEFT_MEASURE: measure alpha/beta at comm create */

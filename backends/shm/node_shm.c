@@ -46,6 +46,7 @@ typedef struct slot {
     int32_t pid;
     _Alignas(64) _Atomic uint32_t bell; /* doorbell: peers add 1 after they publish */
     _Atomic uint32_t sleeping;          /* the rank sleeps (or is about to) on bell */
+    float trial[WEFT__NODE_CLASSES][WEFT__NODE_TRIALS]; /* seconds (weft__node_trial_put) */
     _Alignas(64) unsigned char inl[2][WEFT__NODE_INLINE];
 } slot_t;
 
@@ -60,6 +61,9 @@ struct weft__node {
     size_t seg_bytes;
     size_t slots_bytes;  /* the header and the slots; the staging areas follow */
     size_t stage_bytes;  /* one rank's staging area */
+    size_t stage_chunk;  /* bytes of a block (weft__node_stage_chunk) */
+    weft__node_modes_t modes; /* engine side: the staged/cross-memory policy's state */
+    size_t stage_next;   /* engine side: weft__node_stage_take's rotation */
     int rank, size, id;
     pid_t *pid;          /* peers' process ids */
     uint64_t next_seq;   /* engine side: the last number handed out */
@@ -283,7 +287,10 @@ weft_status_t weft__node_open(struct weft__ctl *ctl, int id, weft__node_t **out,
         n->size = size;
         n->id = id;
         n->slots_bytes = sizeof(segment_t) + (size_t)size * sizeof(slot_t);
-        n->stage_bytes = 2 * ((size_t)size + 1) * WEFT__NODE_STAGE_CHUNK;
+        const size_t per_round = ((size_t)size + 1) * WEFT__NODE_STAGE_AREAS;
+        size_t chunk = WEFT__NODE_STAGE_BUDGET / per_round / 64 * 64;
+        n->stage_chunk = chunk > WEFT__NODE_STAGE_CHUNK ? WEFT__NODE_STAGE_CHUNK : chunk < 64 ? 64 : chunk;
+        n->stage_bytes = per_round * n->stage_chunk;
         n->seg_bytes = n->slots_bytes + (size_t)size * n->stage_bytes;
         n->pid = calloc((size_t)size, sizeof(pid_t));
         ok = n->pid != NULL;
@@ -310,6 +317,11 @@ weft_status_t weft__node_open(struct weft__ctl *ctl, int id, weft__node_t **out,
     slot_t *me = &n->seg->slot[n->rank];
     atomic_store_explicit(&me->prog, 0, memory_order_relaxed);
     me->pid = (int32_t)getpid();
+    /* Touch this rank's staging areas now: a staged operation's first
+     * rounds would otherwise pay the page faults, and the mode trials
+     * (lib/coll/shm_common.c) would time them. */
+    memset((unsigned char *)n->seg + n->slots_bytes + (size_t)n->rank * n->stage_bytes, 0,
+           n->stage_bytes);
     WEFT__CHECK_GOTO(check_reads(ctl, n, &ok), st, fail);
     if (!ok) goto off;
     WEFT__CHECK_GOTO(weft__ctl_barrier(ctl, NULL, NULL), st, fail);
@@ -317,6 +329,14 @@ weft_status_t weft__node_open(struct weft__ctl *ctl, int id, weft__node_t **out,
         WEFT__ERROR("comm %d: the node's segment is not Weft's", id);
         st = WEFT_ERR_INTERNAL;
         goto fail;
+    }
+    /* Map the peers' staging areas into this process now (a read per page),
+     * for the same reason as the touch above. */
+    {
+        volatile const unsigned char *areas = (unsigned char *)n->seg + n->slots_bytes;
+        unsigned char sum = 0;
+        for (size_t off = 0; off < (size_t)size * n->stage_bytes; off += 4096) sum ^= areas[off];
+        (void)sum;
     }
     if (cost->alpha <= 0) WEFT__CHECK_GOTO(measure(ctl, n, cost), st, fail);
     WEFT__CHECK_GOTO(weft__ctl_barrier(ctl, NULL, NULL), st, fail);
@@ -424,12 +444,35 @@ void weft__node_peer_bufs(const weft__node_t *n, int peer, uint64_t *sbuf, uint6
     *rbuf = s->rbuf;
 }
 
-void *weft__node_stage(weft__node_t *n, int peer, int half, int result)
+size_t weft__node_stage_chunk(const weft__node_t *n) { return n->stage_chunk; }
+
+weft__node_modes_t *weft__node_modes(weft__node_t *n) { return &n->modes; }
+
+size_t weft__node_stage_take(weft__node_t *n, size_t rounds)
+{
+    const size_t base = n->stage_next;
+    n->stage_next = (base + rounds) % WEFT__NODE_STAGE_AREAS;
+    return base;
+}
+
+/* The trial words are plain: a peer reads them only after an acquire of
+ * the stage this rank publishes (release) after writing them. */
+void weft__node_trial_put(weft__node_t *n, int cls, int k, double s)
+{
+    n->seg->slot[n->rank].trial[cls][k] = (float)s;
+}
+
+double weft__node_trial_get(const weft__node_t *n, int peer, int cls, int k)
+{
+    return n->seg->slot[peer].trial[cls][k];
+}
+
+void *weft__node_stage(weft__node_t *n, int peer, size_t t, int result)
 {
     unsigned char *base = (unsigned char *)n->seg + n->slots_bytes + (size_t)peer * n->stage_bytes;
-    const size_t in_bytes = (size_t)n->size * WEFT__NODE_STAGE_CHUNK;
-    if (result) return base + 2 * in_bytes + (size_t)half * WEFT__NODE_STAGE_CHUNK;
-    return base + (size_t)half * in_bytes;
+    const size_t in_bytes = (size_t)n->size * n->stage_chunk, a = t % WEFT__NODE_STAGE_AREAS;
+    if (result) return base + WEFT__NODE_STAGE_AREAS * in_bytes + a * n->stage_chunk;
+    return base + a * in_bytes;
 }
 
 void *weft__node_inline(weft__node_t *n, int peer, uint64_t seq)

@@ -67,11 +67,18 @@ typedef struct weft__shm_job {
     int small;                /* inline path */
     int ended;                /* weft__node_end called */
     int staged;               /* allreduce through the staging areas (WEFT_SHM_COPY) */
-    int sub;                  /* staged: the round's part (0 copy in, 1 reduce, 2 copy out) */
+    int mode_call;            /* WEFT_SHM_COPY=auto: the call's number in its class and
+                               * period (shm_common.c, settle_mode); -1: mode fixed */
+    int trial;                /* 1 + the mode trial this job is (0: none) */
+    int cls;                  /* its size class (trials) */
+    double t0;                /* trials: when the job got its turn */
+    int sub;                  /* staged: the round's part (shm_common.c, staged_step) */
     int pi;                   /* gather cursor: peers done (1 .. p-1) */
     size_t es;                /* element size */
-    size_t chunk;             /* bytes per chunk (a multiple of the element size) */
+    size_t chunk;             /* bytes per chunk (a multiple of the element size);
+                               * staged: elements per block of a full round */
     size_t ci;                /* work cursor: chunk index within the current block */
+    size_t abase;             /* staged: the staging areas' rotation at round 0 */
     unsigned char *scratch;   /* three chunks (reductions only), from weft__scratch_alloc */
     unsigned char *ta, *tb, *tmine;
     unsigned char *acc;       /* reduce_scatter in place: the result, copied out at the end */

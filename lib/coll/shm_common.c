@@ -37,6 +37,83 @@ static bool reduces(const weft__shm_job_t *j)
     }
 }
 
+static size_t staged_per(const weft__shm_job_t *j);
+static size_t staged_rounds(const weft__shm_job_t *j);
+
+/* ---- the choice between the two large-allreduce modes (WEFT_SHM_COPY=auto) ------ */
+/*
+ * Which mode moves a vector faster depends on where the ranks' cores sit
+ * (staging hands every block from one core's cache to another's; cross-
+ * memory attach pins every page it reads) and can change while a job runs
+ * (a VM's vCPUs move), so it is timed, not predicted: in every size class
+ * (powers of two), calls 0 .. WEFT__NODE_TRIALS - 1 of each MODE_PERIOD
+ * alternate the modes, each rank leaves its time of each in its slot, and
+ * the calls after run the mode whose best trial was faster on the slowest
+ * rank. Every rank reads the same trials (each wrote its own before it
+ * published the operation's last stage, which every rank waits for), so
+ * all choose alike with no message.
+ */
+#define MODE_PERIOD 512u
+
+static int size_class(size_t bytes)
+{
+    int c = 0;
+    while (c < WEFT__NODE_CLASSES - 1 && (bytes - 1) >> (15 + c) != 0) c++;
+    return c;
+}
+
+static int8_t choose_mode(weft__shm_job_t *j)
+{
+    double best[2] = {INFINITY, INFINITY};
+    for (int k = 0; k < WEFT__NODE_TRIALS; k++) {
+        double worst = 0;
+        for (int q = 0; q < j->size; q++) {
+            const double s = weft__node_trial_get(j->node, q, j->cls, k);
+            if (s > worst) worst = s;
+        }
+        if (worst < best[k & 1]) best[k & 1] = worst;
+    }
+    const int8_t staged = best[1] < best[0];
+    WEFT__DEBUG("comm %d: shm: allreduce of up to %zu bytes: %s (best trials: staged %.1f us, "
+                "cross-memory attach %.1f us)",
+                j->id, (size_t)1 << (15 + j->cls), staged ? "staged" : "cross-memory attach",
+                best[1] * 1e6, best[0] * 1e6);
+    return staged;
+}
+
+/* Number a whole large allreduce among its class's calls (at the job's
+ * start, in the order every rank starts them). */
+static void count_mode_call(weft__shm_job_t *j)
+{
+    weft__node_modes_t *m = weft__node_modes(j->node);
+    j->cls = size_class(j->bytes);
+    j->mode_call = (int)(m->calls[j->cls]++ % MODE_PERIOD);
+}
+
+/* Set j->staged at the job's turn: the operations before it on the path
+ * have ended here, so the trials they recorded on every rank are readable
+ * and the class's choice is up to date (the same on every rank). */
+static void settle_mode(weft__shm_job_t *j)
+{
+    weft__node_modes_t *m = weft__node_modes(j->node);
+    const int i = j->mode_call;
+    if (i < WEFT__NODE_TRIALS) {
+        j->staged = i & 1;
+        j->trial = i + 1;
+        j->t0 = weft__now();
+    } else {
+        if (i == WEFT__NODE_TRIALS) m->staged[j->cls] = choose_mode(j);
+        j->staged = m->staged[j->cls];
+    }
+    if (j->staged) j->chunk = staged_per(j);
+}
+
+/* A trial's time, recorded before the rank's last publish of the job. */
+static void record_trial(weft__shm_job_t *j)
+{
+    if (j->trial > 0) weft__node_trial_put(j->node, j->cls, j->trial - 1, weft__now() - j->t0);
+}
+
 weft_status_t weft__shm_job_start(weft__shm_job_t *j, uint64_t seq)
 {
     j->seq = seq;
@@ -46,9 +123,18 @@ weft_status_t weft__shm_job_start(weft__shm_job_t *j, uint64_t seq)
     j->ended = 0;
     j->es = j->count > 0 ? j->bytes / j->count : 1;
     j->small = contribution(j) <= WEFT__NODE_INLINE;
+    j->staged = 0;
+    j->trial = 0;
+    j->mode_call = -1;
     if (j->bytes == 0 || j->small) return WEFT_INPROGRESS;
-    j->staged = j->kind == WEFT__OP_ALLREDUCE && j->part == WEFT__SHM_WHOLE && weft__cfg.shm_copy;
-    if (j->staged) return WEFT_INPROGRESS; /* no scratch: the staging areas */
+    if (j->kind == WEFT__OP_ALLREDUCE && j->part == WEFT__SHM_WHOLE) {
+        if (weft__cfg.shm_copy == WEFT__SHM_COPY_AUTO) count_mode_call(j); /* settle_mode */
+        else j->staged = weft__cfg.shm_copy;
+    }
+    if (j->staged) { /* no scratch: the staging areas */
+        j->chunk = staged_per(j);
+        return WEFT_INPROGRESS;
+    }
     size_t chunk = weft__cfg.shm_chunk / j->es * j->es;
     if (chunk < j->es) chunk = j->es;
     j->chunk = chunk;
@@ -347,6 +433,7 @@ static weft_status_t large_step(weft__shm_job_t *j)
             weft_status_t st = gather(j);
             if (st != WEFT_SUCCESS) return st;
         }
+        record_trial(j);
         weft__node_publish(n, j->seq, WEFT__NODE_DONE);
         j->phase = PH_DONE_WAIT;
         /* fall through */
@@ -370,31 +457,49 @@ static weft_status_t large_step(weft__shm_job_t *j)
 
 /* ---- staged allreduce (WEFT_SHM_COPY): copies through the segment -------------- */
 /*
- * Rounds of p blocks of up to WEFT__NODE_STAGE_CHUNK bytes. In round t, rank
- * r (a) copies the blocks of its input that its peers reduce into its input
+ * Rounds of p blocks of j->chunk bytes at most (a quarter of the vector's
+ * share per rank, between STAGE_MIN and WEFT__NODE_STAGE_CHUNK, so that even
+ * a small vector runs in a few pipelined rounds). In round t, rank r
+ * (a) copies the blocks of its input that its peers reduce into its input
  * area of parity t & 1 and publishes IN(t); (b) once every peer published
  * IN(t), reduces block r over every rank in rank order (its own block from
  * its input, the others' from their input areas) into its result area and
- * its output, and publishes RED(t); (c) copies every peer's result area into
- * its output as the peer publishes RED(t), and publishes GOT(t). An area of
- * parity t & 1 is written again in round t + 2 only once every peer
- * published RED(t) (inputs read) or GOT(t) (results read); the operation
- * ends once every peer published GOT of the last round, so the next one
- * finds the areas free. No page of another process is pinned: every copy
- * is a plain memcpy within the segment.
+ * its output, and publishes RED(t); (c) copies in round t + 1's blocks
+ * (IN(t + 1)) before (d) it copies every peer's result area into its output
+ * as the peer publishes RED(t), and publishes GOT(t): the peer that reduces
+ * next finds its inputs there while this rank copies. An area of parity
+ * t & 1 is written again in round t + 2 only once every peer published
+ * RED(t) (inputs read) or GOT(t) (results read); the operation ends once
+ * every peer published GOT of the last round, so the next one finds the
+ * areas free. No page of another process is pinned: every copy is a plain
+ * memcpy within the segment. Stages are numbered in publication order
+ * (IN(0), RED(0), IN(1), GOT(0), RED(1), IN(2), GOT(1), ...), as the
+ * progress word only grows.
  */
-#define ST_IN(t) (2u + 3u * (uint32_t)(t))
+#define ST_IN(t) (1u + 3u * (uint32_t)(t) + ((t) == 0 ? 1u : 0u))
 #define ST_RED(t) (3u + 3u * (uint32_t)(t))
-#define ST_GOT(t) (4u + 3u * (uint32_t)(t))
+#define ST_GOT(t) (5u + 3u * (uint32_t)(t))
+#define K ((size_t)WEFT__NODE_STAGE_AREAS)
+#define STAGE_MIN (16u * 1024u) /* bytes: smaller blocks cost more in synchronisation */
+#define STAGE_SUB (8u * 1024u)  /* bytes reduced before their copy to the output (in L1) */
+_Static_assert(ST_IN(0) == 2 && ST_RED(0) < ST_IN(1) && ST_IN(1) < ST_GOT(0) &&
+                   ST_GOT(0) < ST_RED(1) && ST_IN(2) == ST_GOT(0) + 2,
+               "staged stages must grow in publication order");
 
-static size_t staged_per(const weft__shm_job_t *j) /* elements of a block in a full round */
+/* Elements of a block in a full round (the same on every rank). */
+static size_t staged_per(const weft__shm_job_t *j)
 {
-    return WEFT__NODE_STAGE_CHUNK / j->es;
+    const size_t es = j->es, p = (size_t)j->size;
+    size_t per = (j->count + 4 * p - 1) / (4 * p);
+    if (per < STAGE_MIN / es) per = STAGE_MIN / es;
+    const size_t most = weft__node_stage_chunk(j->node) / es;
+    if (per > most) per = most;
+    return per > 0 ? per : 1;
 }
 
 static size_t staged_rounds(const weft__shm_job_t *j)
 {
-    const size_t full = staged_per(j) * (size_t)j->size;
+    const size_t full = j->chunk * (size_t)j->size;
     return (j->count + full - 1) / full;
 }
 
@@ -403,7 +508,7 @@ static void round_block(const weft__shm_job_t *j, size_t t, int q, size_t *lo, s
                         size_t *base)
 {
     const size_t es = j->es, p = (size_t)j->size;
-    const size_t full = staged_per(j) * p, first = t * full;
+    const size_t full = j->chunk * p, first = t * full;
     size_t cnt = j->count - first;
     if (cnt > full) cnt = full;
     *base = first * es;
@@ -411,59 +516,89 @@ static void round_block(const weft__shm_job_t *j, size_t t, int q, size_t *lo, s
     *hi = (first + cnt * (size_t)(q + 1) / p) * es;
 }
 
+/* Copy round t's blocks that the peers reduce into this rank's input area,
+ * once the area's previous round (t - 2) was read; publishes IN(t). */
+static bool staged_copy_in(weft__shm_job_t *j, size_t t)
+{
+    weft__node_t *n = j->node;
+    const int p = j->size, r = j->rank;
+    if (t >= K && !weft__node_all_reached(n, j->seq, ST_RED(t - K))) return false;
+    unsigned char *mine = weft__node_stage(n, r, j->abase + t, 0);
+    size_t lo, hi, base;
+    for (int q = 0; q < p; q++) {
+        if (q == r) continue;
+        round_block(j, t, q, &lo, &hi, &base);
+        memcpy(mine + (lo - base), (const unsigned char *)j->sendbuf + lo, hi - lo);
+    }
+    weft__node_publish(n, j->seq, ST_IN(t));
+    weft__engine_events++;
+    return true;
+}
+
+/* Source q of this rank's block in round t, at byte lo of the vector. */
+static const unsigned char *staged_src(weft__shm_job_t *j, size_t t, int q, size_t lo,
+                                       size_t base)
+{
+    if (q == j->rank) return (const unsigned char *)j->sendbuf + lo;
+    return (const unsigned char *)weft__node_stage(j->node, q, j->abase + t, 0) + (lo - base);
+}
+
+/* Reduce this rank's block of round t into its result area and its output,
+ * STAGE_SUB bytes at a time so that the copy to the output reads from L1.
+ * In place: each piece of the input is read before its output is written. */
+static void staged_reduce(weft__shm_job_t *j, size_t t)
+{
+    const int p = j->size;
+    const size_t es = j->es;
+    size_t lo, hi, base;
+    round_block(j, t, j->rank, &lo, &hi, &base);
+    unsigned char *res = weft__node_stage(j->node, j->rank, j->abase + t, 1);
+    const size_t step = STAGE_SUB / es > 0 ? STAGE_SUB / es * es : es;
+    for (size_t off = lo; off < hi; off += step) {
+        const size_t len = hi - off < step ? hi - off : step, cnt = len / es;
+        unsigned char *dst = res + (off - lo);
+        weft__reduce3(dst, staged_src(j, t, 0, off, base), staged_src(j, t, 1, off, base), cnt,
+                      j->dtype, j->rop);
+        for (int q = 2; q < p; q++)
+            weft__reduce(dst, staged_src(j, t, q, off, base), cnt, j->dtype, j->rop);
+        memcpy((unsigned char *)j->recvbuf + off, dst, len);
+    }
+}
+
 static weft_status_t staged_step(weft__shm_job_t *j)
 {
     weft__node_t *n = j->node;
     const int p = j->size, r = j->rank;
-    const size_t nr = staged_rounds(j), es = j->es;
-    const unsigned char *in = j->sendbuf;
-    unsigned char *out = j->recvbuf;
+    const size_t nr = staged_rounds(j);
     size_t lo, hi, base;
-    for (; j->ci < nr; j->ci++, j->sub = 0, j->pi = 0) {
+    /* j->sub: 0 copy in round t, 1 reduce, 2 copy in round t + 1, 3 copy out */
+    for (; j->ci < nr; j->ci++, j->sub = 1, j->pi = 0) {
         const size_t t = j->ci;
-        const int half = (int)(t & 1);
-        if (j->sub == 0) { /* copy in the blocks the peers reduce */
-            if (t >= 2 && !weft__node_all_reached(n, j->seq, ST_RED(t - 2))) return WEFT_INPROGRESS;
-            unsigned char *mine = weft__node_stage(n, r, half, 0);
-            for (int q = 0; q < p; q++) {
-                if (q == r) continue;
-                round_block(j, t, q, &lo, &hi, &base);
-                memcpy(mine + (lo - base), in + lo, hi - lo);
-            }
-            weft__node_publish(n, j->seq, ST_IN(t));
+        if (j->sub == 0) {
+            if (!staged_copy_in(j, t)) return WEFT_INPROGRESS;
             j->sub = 1;
-            weft__engine_events++;
         }
-        if (j->sub == 1) { /* reduce this rank's block */
+        if (j->sub == 1) {
             if (!weft__node_all_reached(n, j->seq, ST_IN(t))) return WEFT_INPROGRESS;
-            if (t >= 2 && !weft__node_all_reached(n, j->seq, ST_GOT(t - 2))) return WEFT_INPROGRESS;
-            round_block(j, t, r, &lo, &hi, &base);
-            unsigned char *res = weft__node_stage(n, r, half, 1);
-            const unsigned char *src[2];
-            for (int q = 0; q < 2; q++)
-                src[q] = q == r ? in + lo
-                                : (const unsigned char *)weft__node_stage(n, q, half, 0) + (lo - base);
-            const size_t cnt = (hi - lo) / es;
-            if (cnt > 0) {
-                weft__reduce3(res, src[0], src[1], cnt, j->dtype, j->rop);
-                for (int q = 2; q < p; q++)
-                    weft__reduce(res, q == r ? in + lo
-                                             : (const unsigned char *)weft__node_stage(n, q, half, 0) +
-                                                   (lo - base),
-                                 cnt, j->dtype, j->rop);
-                memcpy(out + lo, res, hi - lo); /* in place: block r's input was read above */
-            }
+            if (t >= K && !weft__node_all_reached(n, j->seq, ST_GOT(t - K))) return WEFT_INPROGRESS;
+            staged_reduce(j, t);
             weft__node_publish(n, j->seq, ST_RED(t));
-            j->sub = 2;
-            j->pi = 1;
             weft__engine_events++;
+            j->sub = 2;
+        }
+        if (j->sub == 2) {
+            if (t + 1 < nr && !staged_copy_in(j, t + 1)) return WEFT_INPROGRESS;
+            j->sub = 3;
+            j->pi = 1;
         }
         for (; j->pi < p; j->pi++) { /* copy out the peers' blocks */
             const int q = (r + j->pi) % p;
             if (!weft__node_reached(n, q, j->seq, ST_RED(t))) return WEFT_INPROGRESS;
             round_block(j, t, q, &lo, &hi, &base);
-            memcpy(out + lo, weft__node_stage(n, q, half, 1), hi - lo);
+            memcpy((unsigned char *)j->recvbuf + lo, weft__node_stage(n, q, j->abase + t, 1),
+                   hi - lo);
         }
+        if (t + 1 == nr) record_trial(j);
         weft__node_publish(n, j->seq, ST_GOT(t));
     }
     if (nr > 0 && !weft__node_all_reached(n, j->seq, ST_GOT(nr - 1))) return WEFT_INPROGRESS;
@@ -476,6 +611,8 @@ weft_status_t weft__shm_job_step(weft__shm_job_t *j)
     if (j->phase == PH_TURN) {
         if (!weft__node_turn(n, j->seq)) return WEFT_INPROGRESS;
         j->phase = PH_INLINE;
+        if (j->mode_call >= 0) settle_mode(j);
+        if (j->staged) j->abase = weft__node_stage_take(n, staged_rounds(j));
         if (j->bytes == 0) { /* nothing to move; the numbering goes on */
             weft__node_publish(n, j->seq, WEFT__NODE_DONE);
             weft__node_end(n, j->seq);

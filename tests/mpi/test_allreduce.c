@@ -349,7 +349,22 @@ int main(int argc, char **argv)
     batch_twice(WEFT_FLOAT16, WEFT_SUM, rep, 3, 900021, "repeat");
     batch_twice(WEFT_BFLOAT16, WEFT_AVG, rep, 3, 900031, "repeat");
 
-    /* 4. Each algorithm forced on the communicator: every one the library's
+    /* 4. The shared-memory path's large allreduce, when it runs: with
+     * WEFT_SHM_COPY=auto its first calls of each size class and every 512th
+     * after alternate the two modes, and every rank must choose alike
+     * (lib/coll/shm_common.c): 66 batches of 8 in flight over two classes
+     * pass the trials, the choice and the next period's trials. */
+    weft_algo_t qs = WEFT_ALGO_AUTO;
+    MT_STATUS(&T, weft_query_algo(T.comm, WEFT_COLL_ALLREDUCE, 20000, WEFT_FLOAT32, &qs),
+              WEFT_SUCCESS, "weft_query_algo");
+    if (qs == WEFT_ALGO_SHM) {
+        const size_t modes[] = {20000, 20001, 9000, 20002, 20003, 9001, 9002, 20004};
+        for (int b = 0; b < 66; b++)
+            batch(WEFT_FLOAT32, WEFT_SUM, modes, 8, 700001 + 8 * (uint64_t)b, b % 2, "modes");
+        mt_info(&T, "  shm mode trials done (%.2f s)", mt_elapsed(&T));
+    }
+
+    /* 5. Each algorithm forced on the communicator: every one the library's
      * table has for allreduce (weft_comm_set_algo accepts exactly those). */
     const size_t per[] = {1, (size_t)P + 1, 1000, 65537};
     int nforced = 0;
