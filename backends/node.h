@@ -113,23 +113,25 @@ size_t weft__node_stage_take(weft__node_t *n, size_t rounds);
  * input area (p blocks) or, with result, its result area (one block). Any
  * thread. */
 void *weft__node_stage(weft__node_t *n, int peer, size_t t, int result);
-/** Trials of the two large-allreduce modes (lib/coll/shm_common.c): each
- * rank keeps WEFT__NODE_TRIALS timings per size class in its slot, where
- * its peers read them, and the policy's process-local state beside. */
+/** Trials of the two modes of large operations (lib/coll/shm_common.c:
+ * allreduce, reduce_scatter, allgather, WEFT__NODE_MODE_KINDS in all): each
+ * rank keeps WEFT__NODE_TRIALS timings per kind and size class in its slot,
+ * where its peers read them, and the policy's process-local state beside. */
+#define WEFT__NODE_MODE_KINDS 3
 #define WEFT__NODE_CLASSES 16
 #define WEFT__NODE_TRIALS 4
 typedef struct weft__node_modes {
-    uint32_t calls[WEFT__NODE_CLASSES]; /* large allreduces started per size class */
-    int8_t staged[WEFT__NODE_CLASSES];  /* the choice of the last trials */
+    uint32_t calls[WEFT__NODE_MODE_KINDS][WEFT__NODE_CLASSES]; /* started per kind, class */
+    int8_t staged[WEFT__NODE_MODE_KINDS][WEFT__NODE_CLASSES];  /* the last trials' choice */
 } weft__node_modes_t;
 /** This node path's policy state (zeroed at open). Engine side. */
 weft__node_modes_t *weft__node_modes(weft__node_t *n);
-/** Record this rank's trial k of class cls, seconds. Engine side; the value
- * is the peers' to read once this rank publishes its next stage. */
-void weft__node_trial_put(weft__node_t *n, int cls, int k, double s);
-/** Peer's trial k of class cls (after it published the stage that followed
- * it). Any thread. */
-double weft__node_trial_get(const weft__node_t *n, int peer, int cls, int k);
+/** Record this rank's trial k of kind and class cls, seconds. Engine side;
+ * the value is the peers' to read once this rank publishes its next stage. */
+void weft__node_trial_put(weft__node_t *n, int kind, int cls, int k, double s);
+/** Peer's trial k of kind and class cls (after it published the stage that
+ * followed it). Any thread. */
+double weft__node_trial_get(const weft__node_t *n, int peer, int kind, int cls, int k);
 /** May this rank write its inline area for seq (every peer posted seq - 1,
  * so it finished reading the area's previous contents, of seq - 2)? */
 bool weft__node_inline_free(weft__node_t *n, uint64_t seq);

@@ -127,8 +127,9 @@ static const weft__config_var_t vars[] = {
      .doc = "collectives among ranks of one node may use the shared-memory single-copy path "
             "(0: the transport only)"},
     {NAME_ROW("WEFT_SHM_COPY", "auto", shm_copy_name, shm_copy),
-     .doc = "large allreduce on the shared-memory path: 1 copies through the node's segment "
-            "(staged: no page of another process is pinned), 0 reads the peers' buffers with "
+     .doc = "large allreduce, reduce_scatter and allgather on the shared-memory path: 1 copies "
+            "through the node's segment (staged: no page of another process is pinned), 0 reads "
+            "the peers' buffers with "
             "cross-memory attach (fewer bytes moved), auto times both in the first calls of "
             "each size class and every 512th after, and runs the faster (doc/design.md)"},
     {SIZE_ROW("WEFT_SHM_CHUNK", "524288", 64, 1L << 30, shm_chunk),

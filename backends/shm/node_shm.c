@@ -46,7 +46,7 @@ typedef struct slot {
     int32_t pid;
     _Alignas(64) _Atomic uint32_t bell; /* doorbell: peers add 1 after they publish */
     _Atomic uint32_t sleeping;          /* the rank sleeps (or is about to) on bell */
-    float trial[WEFT__NODE_CLASSES][WEFT__NODE_TRIALS]; /* seconds (weft__node_trial_put) */
+    float trial[WEFT__NODE_MODE_KINDS][WEFT__NODE_CLASSES][WEFT__NODE_TRIALS]; /* seconds */
     _Alignas(64) unsigned char inl[2][WEFT__NODE_INLINE];
 } slot_t;
 
@@ -457,14 +457,14 @@ size_t weft__node_stage_take(weft__node_t *n, size_t rounds)
 
 /* The trial words are plain: a peer reads them only after an acquire of
  * the stage this rank publishes (release) after writing them. */
-void weft__node_trial_put(weft__node_t *n, int cls, int k, double s)
+void weft__node_trial_put(weft__node_t *n, int kind, int cls, int k, double s)
 {
-    n->seg->slot[n->rank].trial[cls][k] = (float)s;
+    n->seg->slot[n->rank].trial[kind][cls][k] = (float)s;
 }
 
-double weft__node_trial_get(const weft__node_t *n, int peer, int cls, int k)
+double weft__node_trial_get(const weft__node_t *n, int peer, int kind, int cls, int k)
 {
-    return n->seg->slot[peer].trial[cls][k];
+    return n->seg->slot[peer].trial[kind][cls][k];
 }
 
 void *weft__node_stage(weft__node_t *n, int peer, size_t t, int result)

@@ -40,13 +40,14 @@ static bool reduces(const weft__shm_job_t *j)
 static size_t staged_per(const weft__shm_job_t *j);
 static size_t staged_rounds(const weft__shm_job_t *j);
 
-/* ---- the choice between the two large-allreduce modes (WEFT_SHM_COPY=auto) ------ */
+/* ---- the choice between the two modes (WEFT_SHM_COPY=auto) --------------------- */
 /*
- * Which mode moves a vector faster depends on where the ranks' cores sit
+ * Large allreduce, reduce_scatter and allgather run staged or by cross-
+ * memory attach. Which mode moves a vector faster depends on where the ranks' cores sit
  * (staging hands every block from one core's cache to another's; cross-
  * memory attach pins every page it reads) and can change while a job runs
  * (a VM's vCPUs move), so it is timed, not predicted: in every size class
- * (powers of two), calls 0 .. WEFT__NODE_TRIALS - 1 of each MODE_PERIOD
+ * (powers of two) of each kind, calls 0 .. WEFT__NODE_TRIALS - 1 of each MODE_PERIOD
  * alternate the modes, each rank leaves its time of each in its slot, and
  * the calls after run the mode whose best trial was faster on the slowest
  * rank. Every rank reads the same trials (each wrote its own before it
@@ -54,6 +55,19 @@ static size_t staged_rounds(const weft__shm_job_t *j);
  * all choose alike with no message.
  */
 #define MODE_PERIOD 512u
+
+/* The job's row of the trials: allreduce, reduce_scatter, allgather run
+ * whole may run staged; -1 for the rest (cross-memory attach only). */
+static int mode_kind(const weft__shm_job_t *j)
+{
+    if (j->part != WEFT__SHM_WHOLE) return -1;
+    switch (j->kind) {
+    case WEFT__OP_ALLREDUCE: return 0;
+    case WEFT__OP_REDUCE_SCATTER: return 1;
+    case WEFT__OP_ALLGATHER: return 2;
+    default: return -1;
+    }
+}
 
 static int size_class(size_t bytes)
 {
@@ -68,16 +82,18 @@ static int8_t choose_mode(weft__shm_job_t *j)
     for (int k = 0; k < WEFT__NODE_TRIALS; k++) {
         double worst = 0;
         for (int q = 0; q < j->size; q++) {
-            const double s = weft__node_trial_get(j->node, q, j->cls, k);
+            const double s = weft__node_trial_get(j->node, q, mode_kind(j), j->cls, k);
             if (s > worst) worst = s;
         }
         if (worst < best[k & 1]) best[k & 1] = worst;
     }
     const int8_t staged = best[1] < best[0];
-    WEFT__DEBUG("comm %d: shm: allreduce of up to %zu bytes: %s (best trials: staged %.1f us, "
+    static const char *const kinds[WEFT__NODE_MODE_KINDS] = {"allreduce", "reduce_scatter",
+                                                             "allgather"};
+    WEFT__DEBUG("comm %d: shm: %s of up to %zu bytes: %s (best trials: staged %.1f us, "
                 "cross-memory attach %.1f us)",
-                j->id, (size_t)1 << (15 + j->cls), staged ? "staged" : "cross-memory attach",
-                best[1] * 1e6, best[0] * 1e6);
+                j->id, kinds[mode_kind(j)], (size_t)1 << (15 + j->cls),
+                staged ? "staged" : "cross-memory attach", best[1] * 1e6, best[0] * 1e6);
     return staged;
 }
 
@@ -87,7 +103,7 @@ static void count_mode_call(weft__shm_job_t *j)
 {
     weft__node_modes_t *m = weft__node_modes(j->node);
     j->cls = size_class(j->bytes);
-    j->mode_call = (int)(m->calls[j->cls]++ % MODE_PERIOD);
+    j->mode_call = (int)(m->calls[mode_kind(j)][j->cls]++ % MODE_PERIOD);
 }
 
 /* Set j->staged at the job's turn: the operations before it on the path
@@ -102,8 +118,8 @@ static void settle_mode(weft__shm_job_t *j)
         j->trial = i + 1;
         j->t0 = weft__now();
     } else {
-        if (i == WEFT__NODE_TRIALS) m->staged[j->cls] = choose_mode(j);
-        j->staged = m->staged[j->cls];
+        if (i == WEFT__NODE_TRIALS) m->staged[mode_kind(j)][j->cls] = choose_mode(j);
+        j->staged = m->staged[mode_kind(j)][j->cls];
     }
     if (j->staged) j->chunk = staged_per(j);
 }
@@ -111,7 +127,7 @@ static void settle_mode(weft__shm_job_t *j)
 /* A trial's time, recorded before the rank's last publish of the job. */
 static void record_trial(weft__shm_job_t *j)
 {
-    if (j->trial > 0) weft__node_trial_put(j->node, j->cls, j->trial - 1, weft__now() - j->t0);
+    if (j->trial > 0) weft__node_trial_put(j->node, mode_kind(j), j->cls, j->trial - 1, weft__now() - j->t0);
 }
 
 weft_status_t weft__shm_job_start(weft__shm_job_t *j, uint64_t seq)
@@ -127,7 +143,7 @@ weft_status_t weft__shm_job_start(weft__shm_job_t *j, uint64_t seq)
     j->trial = 0;
     j->mode_call = -1;
     if (j->bytes == 0 || j->small) return WEFT_INPROGRESS;
-    if (j->kind == WEFT__OP_ALLREDUCE && j->part == WEFT__SHM_WHOLE) {
+    if (mode_kind(j) >= 0) {
         if (weft__cfg.shm_copy == WEFT__SHM_COPY_AUTO) count_mode_call(j); /* settle_mode */
         else j->staged = weft__cfg.shm_copy;
     }
@@ -455,42 +471,46 @@ static weft_status_t large_step(weft__shm_job_t *j)
     }
 }
 
-/* ---- staged allreduce (WEFT_SHM_COPY): copies through the segment -------------- */
+/* ---- staged operations (WEFT_SHM_COPY): copies through the segment ------------- */
 /*
- * Rounds of p blocks of j->chunk bytes at most (a quarter of the vector's
- * share per rank, between STAGE_MIN and WEFT__NODE_STAGE_CHUNK, so that even
- * a small vector runs in a few pipelined rounds). In round t, rank r
- * (a) copies the blocks of its input that its peers reduce into its input
- * area of parity t & 1 and publishes IN(t); (b) once every peer published
- * IN(t), reduces block r over every rank in rank order (its own block from
- * its input, the others' from their input areas) into its result area and
- * its output, and publishes RED(t); (c) copies in round t + 1's blocks
- * (IN(t + 1)) before (d) it copies every peer's result area into its output
- * as the peer publishes RED(t), and publishes GOT(t): the peer that reduces
- * next finds its inputs there while this rank copies. An area of parity
- * t & 1 is written again in round t + 2 only once every peer published
- * RED(t) (inputs read) or GOT(t) (results read); the operation ends once
- * every peer published GOT of the last round, so the next one finds the
- * areas free. No page of another process is pinned: every copy is a plain
- * memcpy within the segment. Stages are numbered in publication order
- * (IN(0), RED(0), IN(1), GOT(0), RED(1), IN(2), GOT(1), ...), as the
- * progress word only grows.
+ * Allreduce, reduce_scatter and allgather, in rounds of one piece per rank
+ * of at most j->chunk elements (a quarter of a rank's share, between
+ * STAGE_MIN and the node's block size, so that even a small vector runs in
+ * a few pipelined rounds; allreduce: its vector cut in p blocks per round,
+ * reduce_scatter and allgather: piece t of each rank's block). In round t,
+ * rank r (a) copies the pieces of its input that its peers reduce into its
+ * input area (allreduce, reduce_scatter) and publishes IN(t); (b) once every
+ * peer published IN(t), reduces its own piece over every rank in rank order
+ * (its own from its input, the others' from their input areas) into its
+ * output and, for allreduce, its result area (allgather: copies its own
+ * piece there), and publishes RED(t); (c) copies in round t + 1's pieces
+ * (IN(t + 1)) before (d) it copies every peer's result area into its
+ * output as the peer publishes RED(t) (allreduce, allgather), and
+ * publishes GOT(t): the peer that reduces next finds its inputs there
+ * while this rank copies. Round t uses area (abase + t) % K of each kind;
+ * an area is written again K rounds later only once every peer published
+ * RED (inputs read) or GOT (results read) of the round that used it, and
+ * the operation ends once every peer published GOT of the last round, so
+ * the next one finds every area free. No page of another process is
+ * pinned: every copy is a plain memcpy within the segment. Stages are
+ * numbered in publication order (IN(0), RED(0), IN(1), GOT(0), RED(1),
+ * IN(2), GOT(1), ...), as the progress word only grows.
  */
 #define ST_IN(t) (1u + 3u * (uint32_t)(t) + ((t) == 0 ? 1u : 0u))
 #define ST_RED(t) (3u + 3u * (uint32_t)(t))
 #define ST_GOT(t) (5u + 3u * (uint32_t)(t))
 #define K ((size_t)WEFT__NODE_STAGE_AREAS)
-#define STAGE_MIN (16u * 1024u) /* bytes: smaller blocks cost more in synchronisation */
+#define STAGE_MIN (16u * 1024u) /* bytes: smaller pieces cost more in synchronisation */
 #define STAGE_SUB (8u * 1024u)  /* bytes reduced before their copy to the output (in L1) */
 _Static_assert(ST_IN(0) == 2 && ST_RED(0) < ST_IN(1) && ST_IN(1) < ST_GOT(0) &&
                    ST_GOT(0) < ST_RED(1) && ST_IN(2) == ST_GOT(0) + 2,
                "staged stages must grow in publication order");
 
-/* Elements of a block in a full round (the same on every rank). */
+/* Elements of a piece in a full round (the same on every rank). */
 static size_t staged_per(const weft__shm_job_t *j)
 {
-    const size_t es = j->es, p = (size_t)j->size;
-    size_t per = (j->count + 4 * p - 1) / (4 * p);
+    const size_t es = j->es, parts = j->kind == WEFT__OP_ALLREDUCE ? 4 * (size_t)j->size : 4;
+    size_t per = (j->count + parts - 1) / parts;
     if (per < STAGE_MIN / es) per = STAGE_MIN / es;
     const size_t most = weft__node_stage_chunk(j->node) / es;
     if (per > most) per = most;
@@ -499,69 +519,90 @@ static size_t staged_per(const weft__shm_job_t *j)
 
 static size_t staged_rounds(const weft__shm_job_t *j)
 {
-    const size_t full = j->chunk * (size_t)j->size;
+    const size_t full = j->kind == WEFT__OP_ALLREDUCE ? j->chunk * (size_t)j->size : j->chunk;
     return (j->count + full - 1) / full;
 }
 
-/* Byte range of block q of round t, and the round's first byte. */
-static void round_block(const weft__shm_job_t *j, size_t t, int q, size_t *lo, size_t *hi,
-                        size_t *base)
+/* Rank q's piece of round t: bytes at `in` of q's input, at `out` of the
+ * output, at `area` of an input area (where its owner's peers put it for
+ * q), `len` long. */
+typedef struct piece {
+    size_t in, out, area, len;
+} piece_t;
+
+static piece_t round_piece(const weft__shm_job_t *j, size_t t, int q)
 {
     const size_t es = j->es, p = (size_t)j->size;
-    const size_t full = j->chunk * p, first = t * full;
-    size_t cnt = j->count - first;
-    if (cnt > full) cnt = full;
-    *base = first * es;
-    *lo = (first + cnt * (size_t)q / p) * es;
-    *hi = (first + cnt * (size_t)(q + 1) / p) * es;
+    if (j->kind == WEFT__OP_ALLREDUCE) { /* the round's elements cut in p blocks */
+        const size_t full = j->chunk * p, first = t * full;
+        size_t cnt = j->count - first;
+        if (cnt > full) cnt = full;
+        const size_t lo = first + cnt * (size_t)q / p, hi = first + cnt * (size_t)(q + 1) / p;
+        return (piece_t){lo * es, lo * es, (lo - first) * es, (hi - lo) * es};
+    }
+    const size_t lo = t * j->chunk, n = j->count - lo < j->chunk ? j->count - lo : j->chunk;
+    if (j->kind == WEFT__OP_REDUCE_SCATTER) /* piece t of block q of the input */
+        return (piece_t){((size_t)q * j->count + lo) * es, lo * es, (size_t)q * j->chunk * es,
+                         n * es};
+    /* allgather: piece t of q's input, at block q of the output */
+    return (piece_t){lo * es, ((size_t)q * j->count + lo) * es, 0, n * es};
 }
 
-/* Copy round t's blocks that the peers reduce into this rank's input area,
- * once the area's previous round (t - 2) was read; publishes IN(t). */
+/* Copy round t's pieces that the peers reduce into this rank's input area,
+ * once the area's previous round (t - K) was read; publishes IN(t). */
 static bool staged_copy_in(weft__shm_job_t *j, size_t t)
 {
     weft__node_t *n = j->node;
     const int p = j->size, r = j->rank;
-    if (t >= K && !weft__node_all_reached(n, j->seq, ST_RED(t - K))) return false;
-    unsigned char *mine = weft__node_stage(n, r, j->abase + t, 0);
-    size_t lo, hi, base;
-    for (int q = 0; q < p; q++) {
-        if (q == r) continue;
-        round_block(j, t, q, &lo, &hi, &base);
-        memcpy(mine + (lo - base), (const unsigned char *)j->sendbuf + lo, hi - lo);
+    if (j->kind != WEFT__OP_ALLGATHER) {
+        if (t >= K && !weft__node_all_reached(n, j->seq, ST_RED(t - K))) return false;
+        unsigned char *mine = weft__node_stage(n, r, j->abase + t, 0);
+        for (int q = 0; q < p; q++) {
+            if (q == r) continue;
+            const piece_t pc = round_piece(j, t, q);
+            memcpy(mine + pc.area, (const unsigned char *)j->sendbuf + pc.in, pc.len);
+        }
     }
     weft__node_publish(n, j->seq, ST_IN(t));
     weft__engine_events++;
     return true;
 }
 
-/* Source q of this rank's block in round t, at byte lo of the vector. */
-static const unsigned char *staged_src(weft__shm_job_t *j, size_t t, int q, size_t lo,
-                                       size_t base)
+/* Source q of this rank's piece of round t, `off` bytes into it. */
+static const unsigned char *staged_src(weft__shm_job_t *j, size_t t, int q, const piece_t *pc,
+                                       size_t off)
 {
-    if (q == j->rank) return (const unsigned char *)j->sendbuf + lo;
-    return (const unsigned char *)weft__node_stage(j->node, q, j->abase + t, 0) + (lo - base);
+    if (q == j->rank) return (const unsigned char *)j->sendbuf + pc->in + off;
+    return (const unsigned char *)weft__node_stage(j->node, q, j->abase + t, 0) + pc->area + off;
 }
 
-/* Reduce this rank's block of round t into its result area and its output,
- * STAGE_SUB bytes at a time so that the copy to the output reads from L1.
- * In place: each piece of the input is read before its output is written. */
-static void staged_reduce(weft__shm_job_t *j, size_t t)
+/* This rank's part of round t: reduce its piece into its output (allreduce:
+ * and its result area, STAGE_SUB bytes at a time so that the copy reads
+ * from L1), or (allgather) copy its piece into its result area and its
+ * output. In place: each part of the input is read before its output. */
+static void staged_own(weft__shm_job_t *j, size_t t)
 {
     const int p = j->size;
     const size_t es = j->es;
-    size_t lo, hi, base;
-    round_block(j, t, j->rank, &lo, &hi, &base);
+    const piece_t pc = round_piece(j, t, j->rank);
+    unsigned char *out = (unsigned char *)j->recvbuf + pc.out;
     unsigned char *res = weft__node_stage(j->node, j->rank, j->abase + t, 1);
-    const size_t step = STAGE_SUB / es > 0 ? STAGE_SUB / es * es : es;
-    for (size_t off = lo; off < hi; off += step) {
-        const size_t len = hi - off < step ? hi - off : step, cnt = len / es;
-        unsigned char *dst = res + (off - lo);
-        weft__reduce3(dst, staged_src(j, t, 0, off, base), staged_src(j, t, 1, off, base), cnt,
+    if (j->kind == WEFT__OP_ALLGATHER) {
+        const unsigned char *in = (const unsigned char *)j->sendbuf + pc.in;
+        memcpy(res, in, pc.len);
+        if (in != out) memcpy(out, in, pc.len);
+        return;
+    }
+    const bool keep = j->kind == WEFT__OP_ALLREDUCE; /* the peers read the result */
+    const size_t step = keep ? (STAGE_SUB / es > 0 ? STAGE_SUB / es * es : es) : pc.len;
+    for (size_t off = 0; off < pc.len; off += step) {
+        const size_t len = pc.len - off < step ? pc.len - off : step, cnt = len / es;
+        unsigned char *dst = keep ? res + off : out + off;
+        weft__reduce3(dst, staged_src(j, t, 0, &pc, off), staged_src(j, t, 1, &pc, off), cnt,
                       j->dtype, j->rop);
         for (int q = 2; q < p; q++)
-            weft__reduce(dst, staged_src(j, t, q, off, base), cnt, j->dtype, j->rop);
-        memcpy((unsigned char *)j->recvbuf + off, dst, len);
+            weft__reduce(dst, staged_src(j, t, q, &pc, off), cnt, j->dtype, j->rop);
+        if (keep) memcpy(out + off, dst, len);
     }
 }
 
@@ -570,8 +611,9 @@ static weft_status_t staged_step(weft__shm_job_t *j)
     weft__node_t *n = j->node;
     const int p = j->size, r = j->rank;
     const size_t nr = staged_rounds(j);
-    size_t lo, hi, base;
-    /* j->sub: 0 copy in round t, 1 reduce, 2 copy in round t + 1, 3 copy out */
+    const bool reads_in = j->kind != WEFT__OP_ALLGATHER,
+               results = j->kind != WEFT__OP_REDUCE_SCATTER;
+    /* j->sub: 0 copy in round t, 1 own piece, 2 copy in round t + 1, 3 copy out */
     for (; j->ci < nr; j->ci++, j->sub = 1, j->pi = 0) {
         const size_t t = j->ci;
         if (j->sub == 0) {
@@ -579,9 +621,10 @@ static weft_status_t staged_step(weft__shm_job_t *j)
             j->sub = 1;
         }
         if (j->sub == 1) {
-            if (!weft__node_all_reached(n, j->seq, ST_IN(t))) return WEFT_INPROGRESS;
-            if (t >= K && !weft__node_all_reached(n, j->seq, ST_GOT(t - K))) return WEFT_INPROGRESS;
-            staged_reduce(j, t);
+            if (reads_in && !weft__node_all_reached(n, j->seq, ST_IN(t))) return WEFT_INPROGRESS;
+            if (results && t >= K && !weft__node_all_reached(n, j->seq, ST_GOT(t - K)))
+                return WEFT_INPROGRESS;
+            staged_own(j, t);
             weft__node_publish(n, j->seq, ST_RED(t));
             weft__engine_events++;
             j->sub = 2;
@@ -589,14 +632,14 @@ static weft_status_t staged_step(weft__shm_job_t *j)
         if (j->sub == 2) {
             if (t + 1 < nr && !staged_copy_in(j, t + 1)) return WEFT_INPROGRESS;
             j->sub = 3;
-            j->pi = 1;
+            j->pi = results ? 1 : p;
         }
-        for (; j->pi < p; j->pi++) { /* copy out the peers' blocks */
+        for (; j->pi < p; j->pi++) { /* copy out the peers' pieces */
             const int q = (r + j->pi) % p;
             if (!weft__node_reached(n, q, j->seq, ST_RED(t))) return WEFT_INPROGRESS;
-            round_block(j, t, q, &lo, &hi, &base);
-            memcpy((unsigned char *)j->recvbuf + lo, weft__node_stage(n, q, j->abase + t, 1),
-                   hi - lo);
+            const piece_t pc = round_piece(j, t, q);
+            memcpy((unsigned char *)j->recvbuf + pc.out, weft__node_stage(n, q, j->abase + t, 1),
+                   pc.len);
         }
         if (t + 1 == nr) record_trial(j);
         weft__node_publish(n, j->seq, ST_GOT(t));
