@@ -43,18 +43,21 @@ static size_t staged_rounds(const weft__shm_job_t *j);
 /* ---- the choice between the two modes (WEFT_SHM_COPY=auto) --------------------- */
 /*
  * Large allreduce, reduce_scatter and allgather run staged or by cross-
- * memory attach. Which mode moves a vector faster depends on where the ranks' cores sit
- * (staging hands every block from one core's cache to another's; cross-
- * memory attach pins every page it reads) and can change while a job runs
- * (a VM's vCPUs move), so it is timed, not predicted: in every size class
- * (powers of two) of each kind, calls 0 .. WEFT__NODE_TRIALS - 1 of each MODE_PERIOD
- * alternate the modes, each rank leaves its time of each in its slot, and
- * the calls after run the mode whose best trial was faster on the slowest
- * rank. Every rank reads the same trials (each wrote its own before it
- * published the operation's last stage, which every rank waits for), so
- * all choose alike with no message.
+ * memory attach. Which mode moves a vector faster depends on where the
+ * ranks' cores sit (staging hands every block from one core's cache to
+ * another's; cross-memory attach pins every page it reads) and can change
+ * while a job runs (a VM's vCPUs move), so it is timed, not predicted: in
+ * every size class (powers of two) of each kind, calls MODE_WARM ..
+ * MODE_WARM + WEFT__NODE_TRIALS - 1 of each MODE_PERIOD alternate the modes
+ * (the first ones of a class find its buffers cold: they run the previous
+ * choice, untimed), each rank leaves its time of each in its slot, and the
+ * calls after run the mode whose best trial was faster on the slowest rank.
+ * Every rank reads the same trials (each wrote its own before it published
+ * the operation's last stage, which every rank waits for), so all choose
+ * alike with no message.
  */
 #define MODE_PERIOD 512u
+#define MODE_WARM 2 /* calls of a period before its trials: the buffers' first touch */
 
 /* The job's row of the trials: allreduce, reduce_scatter, allgather run
  * whole may run staged; -1 for the rest (cross-memory attach only). */
@@ -112,14 +115,15 @@ static void count_mode_call(weft__shm_job_t *j)
 static void settle_mode(weft__shm_job_t *j)
 {
     weft__node_modes_t *m = weft__node_modes(j->node);
-    const int i = j->mode_call;
-    if (i < WEFT__NODE_TRIALS) {
-        j->staged = i & 1;
-        j->trial = i + 1;
+    const int kind = mode_kind(j), i = j->mode_call;
+    int8_t *choice = &m->staged[kind][j->cls];
+    if (i >= MODE_WARM && i < MODE_WARM + WEFT__NODE_TRIALS) {
+        j->trial = i - MODE_WARM + 1;
+        j->staged = (j->trial - 1) & 1;
         j->t0 = weft__now();
     } else {
-        if (i == WEFT__NODE_TRIALS) m->staged[mode_kind(j)][j->cls] = choose_mode(j);
-        j->staged = m->staged[mode_kind(j)][j->cls];
+        if (i == MODE_WARM + WEFT__NODE_TRIALS) *choice = choose_mode(j);
+        j->staged = *choice;
     }
     if (j->staged) j->chunk = staged_per(j);
 }
