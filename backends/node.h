@@ -98,9 +98,9 @@ void *weft__node_inline(weft__node_t *n, int peer, uint64_t seq);
  * mostly out of its cache, so rewriting them costs no coherence traffic
  * (doc/design.md, "Staged allreduce"). */
 #define WEFT__NODE_STAGE_AREAS 8u
-/** Most bytes of a block: 64 KiB, less where p ranks would need more
+/** Most bytes of a block: 128 KiB, less where p ranks would need more
  * than WEFT__NODE_STAGE_BUDGET bytes of staging each. */
-#define WEFT__NODE_STAGE_CHUNK (64u * 1024u)
+#define WEFT__NODE_STAGE_CHUNK (128u * 1024u)
 #define WEFT__NODE_STAGE_BUDGET (4u * 1024u * 1024u)
 /** Bytes of a block in a full round on this node (a multiple of 64). Any thread. */
 size_t weft__node_stage_chunk(const weft__node_t *n);
