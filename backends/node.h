@@ -119,7 +119,7 @@ void *weft__node_stage(weft__node_t *n, int peer, size_t t, int result);
  * where its peers read them, and the policy's process-local state beside. */
 #define WEFT__NODE_MODE_KINDS 3
 #define WEFT__NODE_CLASSES 16
-#define WEFT__NODE_TRIALS 4
+#define WEFT__NODE_TRIALS 6
 typedef struct weft__node_modes {
     uint32_t calls[WEFT__NODE_MODE_KINDS][WEFT__NODE_CLASSES]; /* started per kind, class */
     int8_t staged[WEFT__NODE_MODE_KINDS][WEFT__NODE_CLASSES];  /* the last trials' choice */

@@ -71,7 +71,8 @@ typedef struct weft__shm_job {
                                * period (shm_common.c, settle_mode); -1: mode fixed */
     int trial;                /* 1 + the mode trial this job is (0: none) */
     int cls;                  /* its size class (trials) */
-    double t0;                /* trials: when the job got its turn */
+    double t0;                /* trials: when every rank had arrived (0: not yet) */
+    double tstep;             /* trials: the start of the step that runs (before t0 is known) */
     int sub;                  /* staged: the round's part (shm_common.c, staged_step) */
     int pi;                   /* gather cursor: peers done (1 .. p-1) */
     size_t es;                /* element size */

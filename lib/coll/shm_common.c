@@ -50,7 +50,8 @@ static size_t staged_rounds(const weft__shm_job_t *j);
  * every size class (powers of two) of each kind, calls MODE_WARM ..
  * MODE_WARM + WEFT__NODE_TRIALS - 1 of each MODE_PERIOD alternate the modes
  * (the first ones of a class find its buffers cold: they run the previous
- * choice, untimed), each rank leaves its time of each in its slot, and the
+ * choice, untimed), each rank leaves its time of each (from the moment all
+ * ranks arrived to its last publish) in its slot, and the
  * calls after run the mode whose best trial was faster on the slowest rank.
  * Every rank reads the same trials (each wrote its own before it published
  * the operation's last stage, which every rank waits for), so all choose
@@ -120,7 +121,7 @@ static void settle_mode(weft__shm_job_t *j)
     if (i >= MODE_WARM && i < MODE_WARM + WEFT__NODE_TRIALS) {
         j->trial = i - MODE_WARM + 1;
         j->staged = (j->trial - 1) & 1;
-        j->t0 = weft__now();
+        j->t0 = 0; /* set once every peer has arrived (weft__shm_job_step) */
     } else {
         if (i == MODE_WARM + WEFT__NODE_TRIALS) *choice = choose_mode(j);
         j->staged = *choice;
@@ -131,7 +132,9 @@ static void settle_mode(weft__shm_job_t *j)
 /* A trial's time, recorded before the rank's last publish of the job. */
 static void record_trial(weft__shm_job_t *j)
 {
-    if (j->trial > 0) weft__node_trial_put(j->node, mode_kind(j), j->cls, j->trial - 1, weft__now() - j->t0);
+    if (j->trial == 0) return;
+    const double t0 = j->t0 > 0 ? j->t0 : j->tstep; /* everyone arrived during this step */
+    weft__node_trial_put(j->node, mode_kind(j), j->cls, j->trial - 1, weft__now() - t0);
 }
 
 weft_status_t weft__shm_job_start(weft__shm_job_t *j, uint64_t seq)
@@ -666,6 +669,13 @@ weft_status_t weft__shm_job_step(weft__shm_job_t *j)
             j->ended = 1;
             return WEFT_SUCCESS;
         }
+    }
+    /* A trial times the operation from the moment every rank has arrived:
+     * which rank comes first, and how much later the others, is the
+     * program's, not the mode's. */
+    if (j->trial > 0 && j->t0 == 0) {
+        j->tstep = weft__now(); /* the last arrival is after it, if within this step */
+        if (weft__node_all_reached(n, j->seq, 1)) j->t0 = j->tstep;
     }
     const int phase = j->phase;
     const size_t ci = j->ci;
