@@ -96,7 +96,7 @@ void *weft__node_inline(weft__node_t *n, int peer, uint64_t seq);
  * each), blocks of at most weft__node_stage_chunk bytes. Areas are reused
  * every WEFT__NODE_STAGE_AREAS rounds: by then the lines a peer read are
  * mostly out of its cache, so rewriting them costs no coherence traffic
- * (doc/design.md, "Staged allreduce"). */
+ * (doc/design.md, the shared-memory path's staged mode). */
 #define WEFT__NODE_STAGE_AREAS 8u
 /** Most bytes of a block: 128 KiB, less where p ranks would need more
  * than WEFT__NODE_STAGE_BUDGET bytes of staging each. */

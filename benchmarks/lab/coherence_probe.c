@@ -2,7 +2,7 @@
  * coherence_probe.c - what a staged hand-off between two cores costs: one
  * thread (the writer, on CPU A) fills a buffer, the other (the reader, on
  * CPU B) copies it out, in turns, as the node path's staged mode does with
- * its staging areas (doc/design.md, "Staged mode"). With one buffer the
+ * its staging areas (doc/design.md, the shared-memory path's staged mode). With one buffer the
  * writer rewrites lines the reader has just read (still in the reader's
  * cache: every write is a coherence round trip); with N buffers used in
  * rotation it rewrites lines read N turns ago. Printed per size and N: the
