@@ -51,11 +51,11 @@ static size_t staged_rounds(const weft__shm_job_t *j);
  * MODE_WARM + WEFT__NODE_TRIALS - 1 of each MODE_PERIOD alternate the modes
  * (the first ones of a class find its buffers cold: they run the previous
  * choice, untimed), each rank leaves its time of each (from the moment all
- * ranks arrived to its last publish) in its slot, and the
- * calls after run the mode whose best trial was faster on the slowest rank.
- * Every rank reads the same trials (each wrote its own before it published
- * the operation's last stage, which every rank waits for), so all choose
- * alike with no message.
+ * ranks arrived to its last publish) in its slot, and the calls after run
+ * the mode whose best trial was faster on the slowest rank. Every rank reads
+ * the same trials (each wrote its own before it published the operation's
+ * last stage, which every rank waits for), so all choose alike with no
+ * message.
  */
 #define MODE_PERIOD 512u
 #define MODE_WARM 2 /* calls of a period before its trials: the buffers' first touch */
@@ -101,8 +101,9 @@ static int8_t choose_mode(weft__shm_job_t *j)
     return staged;
 }
 
-/* Number a whole large allreduce among its class's calls (at the job's
- * start, in the order every rank starts them). */
+/* Number a large whole allreduce, reduce_scatter or allgather among its
+ * kind and class's calls (at the job's start, in the order every rank
+ * starts them). */
 static void count_mode_call(weft__shm_job_t *j)
 {
     weft__node_modes_t *m = weft__node_modes(j->node);
