@@ -130,7 +130,7 @@ static const weft__config_var_t vars[] = {
      .doc = "large allreduce, reduce_scatter and allgather on the shared-memory path: 1 copies "
             "through the node's segment (staged: no page of another process is pinned), 0 reads "
             "the peers' buffers with "
-            "cross-memory attach (fewer bytes moved), auto times both in calls 3 - 6 of "
+            "cross-memory attach (fewer bytes moved), auto times both in calls 3 - 8 of "
             "each size class and of every 512 after, and runs the faster (doc/design.md)"},
     {SIZE_ROW("WEFT_SHM_CHUNK", "524288", 64, 1L << 30, shm_chunk),
      .doc = "the shared-memory path's pipeline chunk, bytes: a rank reduces and publishes its "

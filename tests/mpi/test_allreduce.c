@@ -350,16 +350,17 @@ int main(int argc, char **argv)
     batch_twice(WEFT_BFLOAT16, WEFT_AVG, rep, 3, 900031, "repeat");
 
     /* 4. The shared-memory path's large allreduce, when it runs: with
-     * WEFT_SHM_COPY=auto its first calls of each size class and every 512th
-     * after alternate the two modes, and every rank must choose alike
-     * (lib/coll/shm_common.c): 66 batches of 8 in flight over two classes
-     * pass the trials, the choice and the next period's trials. */
+     * WEFT_SHM_COPY=auto the calls of each size class alternate the two
+     * modes in calls 3 - 8 of every 512 and run the faster after, and every
+     * rank must choose alike (lib/coll/shm_common.c): 80 batches of 8 in
+     * flight, 7 of one class (560 calls: the trials, the choice, the next
+     * period's trials and its choice) and 1 of another. */
     weft_algo_t qs = WEFT_ALGO_AUTO;
     MT_STATUS(&T, weft_query_algo(T.comm, WEFT_COLL_ALLREDUCE, 20000, WEFT_FLOAT32, &qs),
               WEFT_SUCCESS, "weft_query_algo");
     if (qs == WEFT_ALGO_SHM) {
-        const size_t modes[] = {20000, 20001, 9000, 20002, 20003, 9001, 9002, 20004};
-        for (int b = 0; b < 66; b++)
+        const size_t modes[] = {20000, 20001, 9000, 20002, 20003, 20005, 20006, 20004};
+        for (int b = 0; b < 80; b++)
             batch(WEFT_FLOAT32, WEFT_SUM, modes, 8, 700001 + 8 * (uint64_t)b, b % 2, "modes");
         mt_info(&T, "  shm mode trials done (%.2f s)", mt_elapsed(&T));
     }
