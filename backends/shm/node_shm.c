@@ -289,7 +289,8 @@ weft_status_t weft__node_open(struct weft__ctl *ctl, int id, weft__node_t **out,
         n->slots_bytes = sizeof(segment_t) + (size_t)size * sizeof(slot_t);
         const size_t per_round = ((size_t)size + 1) * WEFT__NODE_STAGE_AREAS;
         size_t chunk = WEFT__NODE_STAGE_BUDGET / per_round / 64 * 64;
-        n->stage_chunk = chunk > WEFT__NODE_STAGE_CHUNK ? WEFT__NODE_STAGE_CHUNK : chunk < 64 ? 64 : chunk;
+        if (chunk > WEFT__NODE_STAGE_CHUNK) chunk = WEFT__NODE_STAGE_CHUNK;
+        n->stage_chunk = chunk < 64 ? 64 : chunk;
         n->stage_bytes = per_round * n->stage_chunk;
         n->seg_bytes = n->slots_bytes + (size_t)size * n->stage_bytes;
         n->pid = calloc((size_t)size, sizeof(pid_t));

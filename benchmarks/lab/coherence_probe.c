@@ -105,7 +105,8 @@ static void usage(FILE *f)
             "  -n N[,N...]      rotation lengths (1 .. %d; default 1,8)\n"
             "  -r ROUNDS        samples per size and N (1 .. %d; default 7)\n"
             "  -i ITERS         turns per sample (default: 64M / size, at least 16)\n"
-            "  -c A,B           the writer's and the reader's CPU (default 0,1; -1,-1: not pinned)\n"
+            "  -c A,B           the writer's and the reader's CPU (default 0,1;\n"
+            "                   -1,-1: not pinned)\n"
             "  -h, --help       this text\n"
             "  -V, --version    version and build options\n",
             PROG, MAX_BUFS, MAX_ROUNDS);
@@ -123,8 +124,8 @@ static int parse(int argc, char **argv, opts_t *o, int *done)
         case 'm':
             if (weft_cli_parse_range(optarg, &o->lo, &o->hi) != 0 || o->lo < 64 || o->lo % 64 ||
                 o->hi % 64 || o->hi > (1ul << 30))
-                return weft_cli_usage_error(PROG, "bad -m '%s' (MIN:MAX, 64 .. 1G, multiples of 64)",
-                                            optarg);
+                return weft_cli_usage_error(
+                    PROG, "bad -m '%s' (MIN:MAX, 64 .. 1G, multiples of 64)", optarg);
             break;
         case 'n': {
             o->nbufs = 0;
@@ -247,8 +248,8 @@ int main(int argc, char **argv)
             qsort(w, (size_t)o.rounds, sizeof *w, cmp_double);
             qsort(r, (size_t)o.rounds, sizeof *r, cmp_double);
             qsort(t, (size_t)o.rounds, sizeof *t, cmp_double);
-            printf("%-10zu %5ld %12.1f %12.1f %12.1f\n", b, s.nbuf, w[o.rounds / 2], r[o.rounds / 2],
-                   t[o.rounds / 2]);
+            const long mid = o.rounds / 2;
+            printf("%-10zu %5ld %12.1f %12.1f %12.1f\n", b, s.nbuf, w[mid], r[mid], t[mid]);
             fflush(stdout);
         }
         if (b > o.hi / 2) break; /* no overflow past MAX */

@@ -495,8 +495,8 @@ static weft_status_t large_step(weft__shm_job_t *j)
  * (IN(t + 1)) before (d) it copies every peer's result area into its
  * output as the peer publishes RED(t) (allreduce, allgather), and
  * publishes GOT(t): the peer that reduces next finds its inputs there
- * while this rank copies. Round t uses area (abase + t) % K of each kind;
- * an area is written again K rounds later only once every peer published
+ * while this rank copies. Round t uses area (abase + t) % AREAS of each kind;
+ * an area is written again AREAS rounds later only once every peer published
  * RED (inputs read) or GOT (results read) of the round that used it, and
  * the operation ends once every peer published GOT of the last round, so
  * the next one finds every area free. No page of another process is
@@ -507,7 +507,7 @@ static weft_status_t large_step(weft__shm_job_t *j)
 #define ST_IN(t) (1u + 3u * (uint32_t)(t) + ((t) == 0 ? 1u : 0u))
 #define ST_RED(t) (3u + 3u * (uint32_t)(t))
 #define ST_GOT(t) (5u + 3u * (uint32_t)(t))
-#define K ((size_t)WEFT__NODE_STAGE_AREAS)
+#define AREAS ((size_t)WEFT__NODE_STAGE_AREAS)
 #define STAGE_MIN (16u * 1024u) /* bytes: smaller pieces cost more in synchronisation */
 #define STAGE_SUB (8u * 1024u)  /* bytes reduced before their copy to the output (in L1) */
 _Static_assert(ST_IN(0) == 2 && ST_RED(0) < ST_IN(1) && ST_IN(1) < ST_GOT(0) &&
@@ -557,13 +557,13 @@ static piece_t round_piece(const weft__shm_job_t *j, size_t t, int q)
 }
 
 /* Copy round t's pieces that the peers reduce into this rank's input area,
- * once the area's previous round (t - K) was read; publishes IN(t). */
+ * once the area's previous round (t - AREAS) was read; publishes IN(t). */
 static bool staged_copy_in(weft__shm_job_t *j, size_t t)
 {
     weft__node_t *n = j->node;
     const int p = j->size, r = j->rank;
     if (j->kind != WEFT__OP_ALLGATHER) {
-        if (t >= K && !weft__node_all_reached(n, j->seq, ST_RED(t - K))) return false;
+        if (t >= AREAS && !weft__node_all_reached(n, j->seq, ST_RED(t - AREAS))) return false;
         unsigned char *mine = weft__node_stage(n, r, j->abase + t, 0);
         for (int q = 0; q < p; q++) {
             if (q == r) continue;
@@ -630,7 +630,7 @@ static weft_status_t staged_step(weft__shm_job_t *j)
         }
         if (j->sub == 1) {
             if (reads_in && !weft__node_all_reached(n, j->seq, ST_IN(t))) return WEFT_INPROGRESS;
-            if (results && t >= K && !weft__node_all_reached(n, j->seq, ST_GOT(t - K)))
+            if (results && t >= AREAS && !weft__node_all_reached(n, j->seq, ST_GOT(t - AREAS)))
                 return WEFT_INPROGRESS;
             staged_own(j, t);
             weft__node_publish(n, j->seq, ST_RED(t));
