@@ -184,6 +184,11 @@ static const weft__config_var_t vars[] = {
      .read_by = "the weft Python package, at import",
      .doc = "1: import torch before libweft, whose CUDA build loads the system NCCL that a "
             "later import torch would clash with; 0: do not (doc/python.md)"},
+    {.name = "WEFT_PY_TORCH_BASE", .default_value = "", .kind = WEFT__CFG_TEXT,
+     .read_by = "weft.torch, at import",
+     .doc = "ProcessGroup: the torch backend derives from torch's ProcessGroup, as torch 2.11 "
+            "and older need, whatever torch is installed (empty: Backend where torch allows "
+            "it; doc/python.md)"},
     {.name = NULL},
 };
 

@@ -24,11 +24,16 @@
  * engine frees it at completion. One atomic `owner` word settles the race
  * between a caller handing it over and the engine completing it.
  *
- * The weft__stream_op is reference counted: the op, the record step and the
- * stream-wait steps each hold a reference, dropped by a host function run in
- * stream order after their last use of the flags and staging buffer (device
- * memory ops on a CUDA stream may still be pending when the op is freed).
+ * The weft__stream_op is reference counted: the op holds one reference, and
+ * each batch of stream steps (copy-in and the start record at issue; the wait
+ * for `done`, the copy-out and the `fin` record at the stream wait) holds one
+ * until the stream has passed it: the batch ends with a flag record, and the
+ * reference is dropped once that flag is seen set (retire list, below), since
+ * device memory ops on a CUDA stream may still be pending when the op is
+ * freed. Not by a host function on the stream: cudaLaunchHostFunc costs tens
+ * of microseconds per call and stalls the stream meanwhile (doc/gpu.md).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,6 +53,14 @@ typedef struct comm_stream {
     void *nccl;        /* NCCL backend state, NULL if none */
 } comm_stream_t;
 
+/* A batch of stream steps that holds a reference to its stream op until the
+ * stream has passed `flag`, the batch's last step. */
+typedef struct retire {
+    struct retire *next;
+    weft__flag_t *flag;
+    struct weft__stream_op *so;
+} retire_t;
+
 typedef struct weft__stream_op {
     _Atomic int refs;
     _Atomic int owner;
@@ -57,6 +70,8 @@ typedef struct weft__stream_op {
     weft__flag_t *start;      /* recorded at issue (host and staged paths) */
     weft__flag_t *done;       /* set at completion (all paths) */
     weft__flag_t *kernel;     /* NCCL path: recorded after ncclAllReduce */
+    weft__flag_t *fin;        /* recorded after the stream wait's steps (host, staged) */
+    retire_t retire[2];       /* the issue steps', the stream wait's */
     weft_status_t status;     /* the op's result, written before `done` is set */
     void *staging;            /* staged path: pinned copy of the vector */
     void *user_recvbuf;
@@ -76,24 +91,55 @@ static void sop_unref(weft__stream_op_t *so)
     if (so->start) dev->flag_free(so->start);
     if (so->done) dev->flag_free(so->done);
     if (so->kernel) dev->flag_free(so->kernel);
+    if (so->fin) dev->flag_free(so->fin);
     if (so->staging) dev->host_free(so->staging);
     free(so);
 }
 
-/* Stream order (host fn, always run): drop the reference of a stream step. */
-static weft_status_t sop_unref_fn(void *arg)
+/* ---- the retire list: stream steps whose last flag is not yet seen set ------------
+ * Reaped by the caller threads of stream ops (prepare, synchronize, destroy,
+ * comm detach): a flag test is an atomic load (a cudaEventQuery in the CUDA
+ * event fallback). Process-wide, as flags and staging come from the
+ * device's process-wide pools. */
+static pthread_mutex_t retire_lock = PTHREAD_MUTEX_INITIALIZER;
+static retire_t *retire_head; /* under retire_lock */
+
+/* Caller thread: the batch `r` of so's steps is on the stream; it holds a
+ * reference (taken before its first step) until `flag` is seen set. */
+static void retire_add(weft__stream_op_t *so, retire_t *r, weft__flag_t *flag)
 {
-    sop_unref(arg);
-    return WEFT_SUCCESS;
+    r->flag = flag;
+    r->so = so;
+    pthread_mutex_lock(&retire_lock);
+    r->next = retire_head;
+    retire_head = r;
+    pthread_mutex_unlock(&retire_lock);
 }
 
-/* Stream order, after the wait for `done`: the op's failure fails the stream. */
-static weft_status_t sop_status_fn(void *arg)
+/* Any thread except the engine's passes and CUDA host functions (a flag test
+ * may be a CUDA call): drop the references of the batches the streams passed. */
+static void retire_reap(void)
 {
-    weft__stream_op_t *so = arg;
-    /* acquire: pairs with the release in stream_on_finish. */
-    atomic_thread_fence(memory_order_acquire);
-    return so->status < 0 ? so->status : WEFT_SUCCESS;
+    retire_t *done = NULL;
+    pthread_mutex_lock(&retire_lock);
+    for (retire_t **pp = &retire_head; *pp != NULL;) {
+        retire_t *r = *pp;
+        /* < 0: the device failed (logged there); the steps may still be
+         * pending, so the reference stays (the op is leaked, not reused). */
+        if (r->so->dev->flag_test(r->flag) > 0) {
+            *pp = r->next;
+            r->next = done;
+            done = r;
+        } else {
+            pp = &r->next;
+        }
+    }
+    pthread_mutex_unlock(&retire_lock);
+    while (done != NULL) { /* outside the lock: sop_unref takes the pools' lock */
+        retire_t *r = done;
+        done = r->next;
+        sop_unref(r->so); /* may free r (it lives in the op) */
+    }
 }
 
 static bool stream_on_finish(weft__task_t *t, weft_status_t status);
@@ -207,6 +253,7 @@ void weft__stream_comm_detach(weft__comm_t *comm)
 {
     comm_stream_t *cs = comm->stream_state;
     if (cs == NULL) return;
+    retire_reap();
     if (cs->nccl) weft__nccl_backend()->comm_close(cs->nccl);
     free(cs);
     comm->stream_state = NULL;
@@ -274,6 +321,7 @@ weft_status_t weft__stream_prepare(weft__op_t *op)
         }
     }
 
+    retire_reap(); /* flags and staging of passed ops back to the pools first */
     weft_status_t st = WEFT_SUCCESS;
     weft__stream_op_t *so = calloc(1, sizeof *so);
     if (so == NULL) return WEFT_ERR_NO_MEMORY;
@@ -289,6 +337,7 @@ weft_status_t weft__stream_prepare(weft__op_t *op)
         WEFT__CHECK_GOTO(dev->flag_alloc(dev, &so->kernel), st, fail);
     } else {
         WEFT__CHECK_GOTO(dev->flag_alloc(dev, &so->start), st, fail);
+        WEFT__CHECK_GOTO(dev->flag_alloc(dev, &so->fin), st, fail);
         op->ready = stream_ready;
     }
     if (path == PATH_STAGED) {
@@ -318,15 +367,17 @@ static weft_status_t enqueue_stream_wait(weft__op_t *op)
     struct weft_stream *s = so->s;
     const weft__device_t *dev = s->dev;
     weft_status_t st;
-    /* The wait steps' reference, taken first: it is dropped by the last step,
-     * or leaked (never dropped) if a step cannot be enqueued, since the steps
-     * already on the stream still use the flags and the staging buffer. */
+    /* The wait steps' reference, taken first: it is dropped once the stream
+     * passed `fin`, or leaked (never dropped) if a step cannot be enqueued,
+     * since the steps already on the stream still use the flags and the
+     * staging buffer. A failure of the op reaches the stream's sticky error
+     * from the engine (stream_on_finish), before `done` is set. */
     atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
     WEFT__CHECK_GOTO(dev->wait(s, so->done), st, fail);
-    WEFT__CHECK_GOTO(dev->launch_host(s, sop_status_fn, so, 1), st, fail);
     if (so->path == PATH_STAGED)
         WEFT__CHECK_GOTO(dev->copy(s, so->user_recvbuf, so->staging, so->bytes), st, fail);
-    WEFT__CHECK_GOTO(dev->launch_host(s, sop_unref_fn, so, 1), st, fail);
+    WEFT__CHECK_GOTO(dev->record(s, so->fin), st, fail);
+    retire_add(so, &so->retire[1], so->fin);
     return WEFT_SUCCESS;
 
 fail:
@@ -343,20 +394,23 @@ weft_status_t weft__stream_issue(weft__op_t *op, int blocking)
     struct weft_stream *s = so->s;
     const weft__device_t *dev = s->dev;
 
+    /* The issue steps' reference: dropped once the stream passed their last
+     * step (the start or kernel record). If a step cannot be enqueued, it is
+     * leaked on purpose: the steps already on the stream may use the flags
+     * and the staging buffer. */
+    atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
+    weft__flag_t *last;
     if (so->path == PATH_NCCL) {
         WEFT__CHECK(weft__nccl_backend()->allreduce(so->nccl, op->sendbuf, op->recvbuf, op->count,
                                                     op->dtype, op->rop, s));
-        WEFT__CHECK(dev->record(s, so->kernel));
+        last = so->kernel;
     } else {
         if (so->path == PATH_STAGED)
             WEFT__CHECK(dev->copy(s, so->staging, so->user_sendbuf, so->bytes));
-        WEFT__CHECK(dev->record(s, so->start));
+        last = so->start;
     }
-    /* The record step's reference: dropped after the stream passed it. If
-     * that cannot be enqueued, the reference is leaked on purpose: the flags
-     * stay valid for the steps already on the stream. */
-    atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
-    WEFT__CHECK(dev->launch_host(s, sop_unref_fn, so, 1));
+    WEFT__CHECK(dev->record(s, last));
+    retire_add(so, &so->retire[0], last);
     if (blocking) {
         WEFT__CHECK(enqueue_stream_wait(op));
         atomic_store_explicit(&so->owner, OWNER_STREAM, memory_order_relaxed);
@@ -393,7 +447,9 @@ static bool stream_on_finish(weft__task_t *t, weft_status_t status)
     weft__op_t *op = weft__op_of(t);
     weft__stream_op_t *so = op->sop;
     so->status = status;
-    if (status < 0 && so->path == PATH_NCCL) weft__stream_set_error(so->s, status);
+    /* The stream cannot pass wait(done) before the flag is set below, nor be
+     * destroyed before this op's communicator (rule 8 of doc/streams.md). */
+    if (status < 0) weft__stream_set_error(so->s, status);
     /* The flag's set is a release: status (and the result) are visible to the
      * stream once it sees the flag. From here on the stream may finish and be
      * destroyed: only so->dev (static) is used below. */
@@ -451,6 +507,7 @@ weft_status_t weft_stream_synchronize(weft_stream_t stream)
 {
     WEFT__CHECK(check_stream(stream));
     WEFT__CHECK(stream->dev->stream_synchronize(stream));
+    retire_reap();
     return (weft_status_t)atomic_exchange_explicit(&stream->error, 0, memory_order_relaxed);
 }
 
@@ -467,6 +524,7 @@ weft_status_t weft_stream_destroy(weft_stream_t stream)
     WEFT__CHECK(check_stream(stream));
     weft_status_t st = stream->dev->stream_synchronize(stream);
     stream->dev->stream_destroy(stream);
+    retire_reap();
     weft_status_t err = (weft_status_t)atomic_load_explicit(&stream->error, memory_order_relaxed);
     free(stream);
     return st < 0 ? st : err;

@@ -76,7 +76,17 @@ static weft_status_t n_comm_open(struct weft__comm *c, void **out)
         st = WEFT_ERR_NCCL;
         goto fail;
     }
-    WEFT__NCCL_CHECK_GOTO(ncclCommInitRank(&ns->comm, comm->size, msg.id, comm->rank), st, fail);
+    ncclResult_t r = ncclCommInitRank(&ns->comm, comm->size, msg.id, comm->rank);
+    if (r != ncclSuccess) {
+        /* Not an error of the job: the caller falls back to host transfer on
+         * every rank (e.g. NCCL before 2.30 refuses two ranks on one GPU). */
+        const char *why = ncclGetLastError(NULL);
+        WEFT__WARN("comm %d: ncclCommInitRank: %s (%d)%s%s; device buffers will use host "
+                   "transfer", comm->id, ncclGetErrorString(r), (int)r, why ? ": " : "",
+                   why ? why : "");
+        st = WEFT_ERR_NCCL;
+        goto fail;
+    }
     *out = ns;
     return WEFT_SUCCESS;
 

@@ -4,6 +4,8 @@ references computed from every rank's deterministic input. Run under
 mpiexec -n 1..4 (weft.torch sets RANK, WORLD_SIZE and the store's address
 from Weft's world)."""
 
+import os
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -34,6 +36,19 @@ def test_backend_is_weft():
     assert dist.get_backend() == "weft"
     r, p = rk()
     assert (r, p) == (wt.world_comm().rank, wt.world_comm().size)
+
+
+def test_backend_base():
+    # torch without a Python-subclassable c10d Backend (2.11 and older) gets a
+    # ProcessGroup subclass; WEFT_PY_TORCH_BASE=ProcessGroup forces that here
+    forced = os.environ.get("WEFT_PY_TORCH_BASE") == "ProcessGroup"
+    base = wt.WeftBackend.__mro__[1]
+    if forced:
+        assert base is dist.ProcessGroup
+    else:
+        assert base in (dist.ProcessGroup, torch._C._distributed_c10d.Backend)
+    pg = dist.distributed_c10d._get_default_group()
+    assert dist.get_backend(pg) == "weft"
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(d) for d in DTYPES])

@@ -224,7 +224,26 @@ def _work(reqs, result, after=None):
     return _Work(reqs, result, after)
 
 
-class WeftBackend(_C10dBackend):
+def _backend_base():
+    """The class a Python backend derives from. torch binds a constructor on
+    c10d's Backend for Python subclasses only in its newer releases (2.11
+    has none: "No constructor defined!"); before that, torch takes a Python
+    backend as a ProcessGroup subclass (its creator may return one, and it
+    calls the same collective methods on it). WEFT_PY_TORCH_BASE=ProcessGroup
+    takes that way on any torch (the tests run it on the newer one)."""
+    if os.environ.get("WEFT_PY_TORCH_BASE") == "ProcessGroup":  # the older torch's way, forced
+        return dist.ProcessGroup
+
+    class _Probe(_C10dBackend):
+        pass
+    try:
+        _Probe(0, 1)
+    except TypeError:
+        return dist.ProcessGroup
+    return _C10dBackend
+
+
+class WeftBackend(_backend_base()):
     """The torch.distributed backend over a Weft communicator."""
 
     def __init__(self, rank, size, comm):
