@@ -1,9 +1,9 @@
 #!/bin/bash
 # gpu_run.sh - the GPU run of doc/gpu.md in one command: the CUDA tests (1 and
 # 2 ranks; stream memops, the event fallback, host transfer only), the stream
-# suite on the GPU build, the Python layer's torch tests with CUDA tensors, and
-# the allreduce benchmark with device buffers. Every step has a time limit;
-# a summary table (step, exit status, seconds) is printed last.
+# suite on the GPU build, the Python layer's torch tests with CUDA tensors and
+# DDP on CUDA, and the allreduce benchmark with device buffers. Every step has
+# a time limit; a summary table (step, exit status, seconds) is printed last.
 #
 # Usage: bash scripts/gpu_run.sh [BUILD [MPIROOT [OUTDIR]]]
 #   BUILD    a build with -Dcuda=enabled -Dnccl=enabled (default build-gpu),
@@ -101,6 +101,9 @@ for n in 1 2; do
         "${MPIEXEC[@]}" -n $n python3 -m pytest -q -p no:cacheprovider -rs \
         python/tests/test_torch_backend.py
 done
+step "py-ddp-n2" 150 PYTHONPATH="$B/python" WEFT_LIBRARY="$B/libweft.so.0" \
+    PYTHONDONTWRITEBYTECODE=1 OMP_NUM_THREADS=1 -- \
+    "${MPIEXEC[@]}" -n 2 python3 -m pytest -q -p no:cacheprovider -rs python/tests/test_ddp.py
 A=$B/benchmarks/weft_osu_allreduce
 step bench-n2-auto 90 -- "${MPIEXEC[@]}" -n 2 "$A" -d cuda -m 4:64M -r 3 --budget 0.2 --quiet \
     --csv "$O/bench-n2-auto.csv"

@@ -52,9 +52,9 @@ def initial_model():
     return Net()
 
 
-def train_ddp(process_group=None, hook=None):
+def train_ddp(process_group=None, hook=None, device="cpu"):
     torch.manual_seed(dist.get_rank() + 100)  # different on each rank: DDP broadcasts rank 0's
-    model = Net() if dist.get_rank() else initial_model()
+    model = (Net() if dist.get_rank() else initial_model()).to(device)
     # small buckets: several allreduces in flight during backward
     ddp = nn.parallel.DistributedDataParallel(model, process_group=process_group,
                                               bucket_cap_mb=0.02)
@@ -65,9 +65,9 @@ def train_ddp(process_group=None, hook=None):
     for s in range(STEPS):
         x, y = batch(s, dist.get_rank())
         opt.zero_grad()
-        loss_fn(ddp(x), y).backward()
+        loss_fn(ddp(x.to(device)), y.to(device)).backward()
         opt.step()
-    return [p.detach().clone() for p in model.parameters()]
+    return [p.detach().cpu().clone() for p in model.parameters()]
 
 
 def train_serial(world):
@@ -92,6 +92,24 @@ def test_ddp_weft_matches_gloo_and_serial(groups):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
     for a, b in zip(p_weft, p_ref):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU here: DDP on CUDA untested")
+def test_ddp_cuda_matches_serial(groups):
+    # the model on the GPU: DDP's start-up broadcast and shape check go
+    # through host copies, its gradient buckets through the stream-bound
+    # allreduce. No TF32: the reference is float32 on the CPU.
+    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        p_cuda = train_ddp(device="cuda")
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+    p_ref = train_serial(dist.get_world_size())
+    start = [p.detach() for p in initial_model().parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(p_cuda, start))  # it trained
+    for a, b in zip(p_cuda, p_ref):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
 
 
 def test_comm_hook_in_gloo_job(groups):

@@ -276,11 +276,112 @@ def test_errors_raise():
     assert torch.equal(t, torch.full((2,), float(p)))
 
 
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="no GPU here: the CUDA tensor paths are untested")
+
+
+@needs_cuda
 def test_cuda_stream_comm():
-    if not torch.cuda.is_available():
-        pytest.skip("no GPU here: CUDA tensors through a stream-bound communicator untested")
     r, p = rk()
     t = torch.full((1000,), float(r + 1), device="cuda")
     dist.all_reduce(t)
     torch.cuda.current_stream().synchronize()
     assert torch.equal(t.cpu(), torch.full((1000,), float(p * (p + 1) / 2)))
+    # nonblocking, above the NCCL threshold (NCCL where every rank has its own
+    # GPU, host transfer otherwise), and coalesced
+    big = (torch.arange(1 << 16, dtype=torch.float32, device="cuda") % 7) * (r + 1)
+    w = dist.all_reduce(big, async_op=True)
+    w.wait()
+    want = (torch.arange(1 << 16, dtype=torch.float32) % 7) * (p * (p + 1) / 2)
+    assert torch.equal(big.cpu(), want)
+    a, b = torch.full((3,), float(r), device="cuda"), torch.full((5,), 1.0, device="cuda")
+    dist.all_reduce_coalesced([a, b])
+    assert torch.equal(a.cpu(), torch.full((3,), float(p * (p - 1) / 2)))
+    assert torch.equal(b.cpu(), torch.full((5,), float(p)))
+
+
+def test_via_host_wrapper():
+    # The path of CUDA tensors through host copies, run on CPU tensors (whose
+    # host copies are themselves): every rank posts its receive before its
+    # send, so a wrapper that blocked would hang here (WEFT_TIMEOUT).
+    r, p = rk()
+    b = wt.WeftBackend(r, p, wt.world_comm())
+    opts = dist.BroadcastOptions()
+    opts.rootRank = 0
+    t = vals(r)
+    b._via_host(b.broadcast, [t], opts).wait()
+    assert torch.equal(t, vals(0))
+    if p > 1:
+        got = torch.empty(4)
+        w1 = b._via_host(b.recv, [got], (r - 1) % p, 9)
+        w2 = b._via_host(b.send, [torch.arange(4.0) + r], (r + 1) % p, 9, outputs=False)
+        assert torch.equal(w1.get_future().wait()[0], got)
+        w2.wait()
+        assert torch.equal(got, torch.arange(4.0) + (r - 1) % p)
+
+
+def _both(fn):
+    """fn(device) on cpu and on cuda: the CUDA tensors' results must equal the
+    CPU tensors' (which the tests above check against references)."""
+    host = fn("cpu")
+    dev = fn("cuda")
+    torch.cuda.current_stream().synchronize()
+    assert len(host) == len(dev)
+    for (name, h), (_, d) in zip(host, dev):
+        assert d.device.type == "cuda", name
+        assert torch.equal(h, d.cpu()), name
+
+
+@needs_cuda
+def test_cuda_other_collectives():
+    # through host copies (doc/python.md): every form, on every rank count
+    r, p = rk()
+    root = p - 1
+
+    def run(dv):
+        out = []
+        t = vals(r).to(dv) * (r + 1)
+        dist.broadcast(t, src=root)
+        out.append(("broadcast", t))
+        u = vals(r).to(dv)
+        dist.reduce(u, dst=root, op=dist.ReduceOp.MAX)
+        out.append(("reduce", u))
+        mine = torch.full((2, 3), float(r), device=dv)
+        lst = [torch.empty(2, 3, device=dv) for _ in range(p)]
+        dist.all_gather(lst, mine)
+        out += [("all_gather", x) for x in lst]
+        flat = torch.empty(2 * p, 3, device=dv)
+        dist.all_gather_into_tensor(flat, mine, async_op=True).wait()
+        out.append(("all_gather_into_tensor", flat))
+        ins = [torch.full((3,), float(r * 10 + j), device=dv) for j in range(p)]
+        rs = torch.empty(3, device=dv)
+        dist.reduce_scatter(rs, ins)
+        out.append(("reduce_scatter", rs))
+        rs2 = torch.empty(3, device=dv)
+        dist.reduce_scatter_tensor(rs2, torch.cat(ins), op=dist.ReduceOp.MAX)
+        out.append(("reduce_scatter_tensor", rs2))
+        a2a = [torch.empty(2, device=dv) for _ in range(p)]
+        dist.all_to_all(a2a, [torch.full((2,), float(10 * r + j), device=dv) for j in range(p)])
+        out += [("all_to_all", x) for x in a2a]
+        sin = torch.cat([torch.full((j + 1,), float(10 * r + j)) for j in range(p)]).to(dv)
+        sout = torch.empty((r + 1) * p, device=dv)
+        dist.all_to_all_single(sout, sin, [r + 1] * p, [j + 1 for j in range(p)])
+        out.append(("all_to_all_single", sout))
+        g = [torch.empty(3, device=dv) for _ in range(p)] if r == root else None
+        dist.gather(torch.full((3,), float(r), device=dv), g, dst=root)
+        out += [("gather", x) for x in (g or [])]
+        sc = torch.empty(2, device=dv)
+        dist.scatter(sc, [torch.full((2,), float(q * 5), device=dv) for q in range(p)]
+                     if r == root else None, src=root)
+        out.append(("scatter", sc))
+        if p > 1:
+            got = torch.empty(4, device=dv)
+            reqs = [dist.irecv(got, (r - 1) % p, tag=3),
+                    dist.isend(torch.arange(4, dtype=torch.float32, device=dv) + r,
+                               (r + 1) % p, tag=3)]
+            for q in reqs:
+                q.wait()
+            out.append(("send/recv", got))
+        return out
+
+    _both(run)

@@ -12,14 +12,21 @@ Weft and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
 (a free port chosen by rank 0 and broadcast by Weft), so that the unmodified
 `init_process_group("weft")` and any gloo group beside it find their store.
 
-What the backend serves (CPU tensors; CUDA tensors through a communicator
-bound to the tensor's current CUDA stream where Weft has CUDA): allreduce
-(sum, avg, min, max, product, band, bor, bxor), broadcast, reduce,
-allgather (list and into-tensor), reduce_scatter (list and tensor),
-alltoall (list and single, even and uneven splits), gather, scatter,
-barrier, send, recv, allreduce_coalesced. Groups: the world and
-new_group(ranks) over every rank; a proper subset raises WeftError
-WEFT_ERR_UNSUPPORTED (use gloo for it).
+What the backend serves: allreduce (sum, avg, min, max, product, band,
+bor, bxor), broadcast, reduce, allgather (list and into-tensor),
+reduce_scatter (list and tensor), alltoall (list and single, even and
+uneven splits), gather, scatter, barrier, send, recv, allreduce_coalesced.
+Groups: the world and new_group(ranks) over every rank; a proper subset
+raises WeftError WEFT_ERR_UNSUPPORTED (use gloo for it).
+
+CPU tensors, and CUDA tensors where Weft has CUDA. An allreduce of CUDA
+tensors runs on a Weft communicator bound to the tensor's current CUDA
+stream (NCCL, or host transfer for small vectors): it is ordered on that
+stream, and the calling thread does not wait. The other collectives take
+CUDA tensors through host copies: the calling thread waits for the copy to
+the host, and the results are copied back when the Work is waited for
+(DDP's start-up broadcast and shape check are such calls; its gradient
+buckets are allreduces).
 
 A collective torch will wait on at once (opts.asyncOp False: the blocking
 dist.all_reduce, broadcast, barrier, all_gather_into_tensor,
@@ -224,6 +231,27 @@ def _work(reqs, result, after=None):
     return _Work(reqs, result, after)
 
 
+def _host_copy(x):
+    """x (a tensor, or lists of them, or anything else) with each CUDA tensor
+    replaced by a host copy (.cpu() waits for the current stream's work)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().cpu() if x.is_cuda else x
+    if isinstance(x, list):
+        return [_host_copy(y) for y in x]
+    return x
+
+
+def _copy_back(dst, src):
+    """Copy each host tensor of src into the tensor at the same place in dst
+    (on the current stream) where they differ."""
+    if isinstance(dst, torch.Tensor):
+        if dst is not src:
+            dst.copy_(src)
+    elif isinstance(dst, list):
+        for d, t in zip(dst, src):
+            _copy_back(d, t)
+
+
 def _backend_base():
     """The class a Python backend derives from. torch binds a constructor on
     c10d's Backend for Python subclasses only in its newer releases (2.11
@@ -296,6 +324,27 @@ class WeftBackend(_backend_base()):
             self._cuda_comms[key] = c
         return c
 
+    def _via_host(self, method, *args, outputs=True):
+        """A collective other than allreduce on CUDA tensors. Weft serves
+        device buffers on a stream-bound communicator for allreduce only
+        (doc/streams.md); the others go through host copies: the CUDA
+        tensors are copied to the host (.cpu() waits for the current
+        stream's work on them), `method` is issued on the copies, and the
+        Work returned copies args[0] (the outputs, unless outputs is False)
+        back when it is waited for or its future completes. The collective
+        itself does not block the caller: a CUDA irecv before the matching
+        isend must not deadlock."""
+        host = [_host_copy(a) for a in args]
+        inner = method(*host)
+
+        def after():
+            if inner._after is not None:
+                inner._run_after()
+            if outputs:
+                _copy_back(args[0], host[0])
+        res = args[0]
+        return _Work(inner._reqs, res if isinstance(res, list) else [res], after)
+
     def _cuda_done(self, result):
         # A stream-bound collective is ordered on the tensor's current stream,
         # where later work waits for it (as NCCL's): the Work is complete for
@@ -340,23 +389,22 @@ class WeftBackend(_backend_base()):
             off += n
 
     def broadcast(self, tensors, opts):
+        if tensors[0].is_cuda:
+            return self._via_host(self.broadcast, tensors, opts)
         root = opts.rootRank
-        comm, dev = self._comm_for(tensors)
-        if dev or _sync(opts):
+        comm, _ = self._comm_for(tensors)
+        if _sync(opts):
             for t in tensors:
                 comm.bcast(t, root=root)
-            return self._cuda_done(tensors) if dev else _done_work(tensors)
+            return _done_work(tensors)
         return _work([comm.ibcast(t, root=root) for t in tensors], tensors)
 
     def reduce(self, tensors, opts):
         op = _op(opts.reduceOp)
         root = opts.rootRank
-        comm, dev = self._comm_for(tensors)
-        if dev:
-            for t in tensors:
-                comm.reduce(weft.IN_PLACE if comm.rank == root else t,
-                            t if comm.rank == root else None, op=op, root=root)
-            return self._cuda_done(tensors)
+        if tensors[0].is_cuda:
+            return self._via_host(self.reduce, tensors, opts)
+        comm, _ = self._comm_for(tensors)
         reqs = [comm.ireduce(weft.IN_PLACE if comm.rank == root else t,
                              t if comm.rank == root else None, op=op, root=root)
                 for t in tensors]
@@ -364,7 +412,9 @@ class WeftBackend(_backend_base()):
 
     def allgather(self, output_lists, inputs, opts=None):
         # output_lists[i]: size tensors shaped like inputs[i]
-        comm, dev = self._comm_for(inputs)
+        if inputs[0].is_cuda:
+            return self._via_host(self.allgather, output_lists, inputs, opts)
+        comm, _ = self._comm_for(inputs)
         reqs, flats, copies = [], [], []
         for outs, inp in zip(output_lists, inputs):
             if len(outs) != comm.size:
@@ -374,32 +424,30 @@ class WeftBackend(_backend_base()):
                                device=inp.device)
             flats.append(flat)
             copies.append((flat, outs))
-            if dev:
-                comm.allgather(inp.contiguous(), flat)
-            else:
-                reqs.append(comm.iallgather(inp.contiguous(), flat))
+            reqs.append(comm.iallgather(inp.contiguous(), flat))
 
         def copy_out():
             for flat, outs in copies:
                 for i, o in enumerate(outs):
                     o.copy_(flat[i])
-        if dev:
-            copy_out()
-            return self._cuda_done(output_lists)
         return _work(reqs, output_lists, after=copy_out)
 
     def all_gather_single(self, output, inp, opts=None):
-        comm, dev = self._comm_for([output, inp])
-        if dev or _sync(opts):
+        if output.is_cuda or inp.is_cuda:
+            return self._via_host(self.all_gather_single, output, inp, opts)
+        comm, _ = self._comm_for([output, inp])
+        if _sync(opts):
             comm.allgather(inp, output)
-            return self._cuda_done([output]) if dev else _done_work([output])
+            return _done_work([output])
         return _work([comm.iallgather(inp, output)], [output])
 
     _allgather_base = all_gather_single
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
+        if outputs[0].is_cuda:
+            return self._via_host(self.reduce_scatter, outputs, input_lists, opts)
         op = _op(opts.reduceOp) if opts is not None else weft.SUM
-        comm, dev = self._comm_for(outputs)
+        comm, _ = self._comm_for(outputs)
         reqs, keep = [], []
         for out, ins in zip(outputs, input_lists):
             if len(ins) != comm.size:
@@ -407,39 +455,36 @@ class WeftBackend(_backend_base()):
                                 "ranks" % (len(ins), comm.size))
             flat = torch.cat([t.reshape(-1) for t in ins])
             keep.append(flat)
-            if dev:
-                comm.reduce_scatter(flat, out, op=op)
-            else:
-                reqs.append(comm.ireduce_scatter(flat, out, op=op))
-        if dev:
-            return self._cuda_done(outputs)
+            reqs.append(comm.ireduce_scatter(flat, out, op=op))
         return _work(reqs, outputs)
 
     def reduce_scatter_single(self, output, inp, opts=None):
+        if output.is_cuda or inp.is_cuda:
+            return self._via_host(self.reduce_scatter_single, output, inp, opts)
         op = _op(opts.reduceOp) if opts is not None else weft.SUM
-        comm, dev = self._comm_for([output, inp])
-        if dev or _sync(opts):
+        comm, _ = self._comm_for([output, inp])
+        if _sync(opts):
             comm.reduce_scatter(inp, output, op=op)
-            return self._cuda_done([output]) if dev else _done_work([output])
+            return _done_work([output])
         return _work([comm.ireduce_scatter(inp, output, op=op)], [output])
 
     _reduce_scatter_base = reduce_scatter_single
 
     def alltoall(self, outputs, inputs, opts=None):
-        comm, dev = self._comm_for(outputs + inputs)
+        if outputs[0].is_cuda or inputs[0].is_cuda:
+            return self._via_host(self.alltoall, outputs, inputs, opts)
+        comm, _ = self._comm_for(outputs + inputs)
         if len(outputs) != comm.size or len(inputs) != comm.size:
             raise WeftError(ERR_INVALID_ARG, "alltoall: %d/%d tensors for %d ranks" %
                             (len(outputs), len(inputs), comm.size))
         shapes = {tuple(t.shape) for t in outputs + inputs}
-        if len(shapes) == 1 and not dev:
+        if len(shapes) == 1:
             send = torch.cat([t.reshape(-1) for t in inputs])
             recv = torch.empty_like(send)
 
             def copy_out():
                 self._unflatten(recv, outputs)
             return _work([comm.ialltoall(send, recv)], outputs, after=copy_out)
-        if dev:
-            raise WeftError(ERR_UNSUPPORTED, "alltoall of CUDA tensors of several shapes")
         return self._pairwise(comm, [t.contiguous() for t in inputs], outputs, outputs)
 
     def _pairwise(self, comm, sends, recvs, result):
@@ -463,14 +508,12 @@ class WeftBackend(_backend_base()):
         return _work(reqs, result, after=copy_out)
 
     def all_to_all_single(self, output, inp, output_splits, input_splits, opts=None):
-        comm, dev = self._comm_for([output, inp])
+        if output.is_cuda or inp.is_cuda:
+            return self._via_host(self.all_to_all_single, output, inp, output_splits,
+                                  input_splits, opts)
+        comm, _ = self._comm_for([output, inp])
         if not output_splits and not input_splits:
-            if dev:
-                comm.alltoall(inp, output)
-                return self._cuda_done([output])
             return _work([comm.ialltoall(inp, output)], [output])
-        if dev:
-            raise WeftError(ERR_UNSUPPORTED, "all_to_all_single with splits on CUDA tensors")
         n = comm.size
         ins = list(inp.split(input_splits if input_splits else inp.shape[0] // n))
         outs = list(output.split(output_splits if output_splits else output.shape[0] // n))
@@ -479,10 +522,10 @@ class WeftBackend(_backend_base()):
     alltoall_base = all_to_all_single
 
     def gather(self, output_lists, inputs, opts):
-        comm, dev = self._comm_for(inputs)
+        if inputs[0].is_cuda:
+            return self._via_host(self.gather, output_lists, inputs, opts)
+        comm, _ = self._comm_for(inputs)
         root = opts.rootRank
-        if dev:
-            raise WeftError(ERR_UNSUPPORTED, "gather of CUDA tensors")
         inp = inputs[0].contiguous()
         if comm.rank == root:
             flat = torch.empty((comm.size,) + tuple(inp.shape), dtype=inp.dtype)
@@ -494,10 +537,10 @@ class WeftBackend(_backend_base()):
         return _work([comm.igather(inp, None, root=root)], output_lists)
 
     def scatter(self, outputs, input_lists, opts):
-        comm, dev = self._comm_for(outputs)
+        if outputs[0].is_cuda:
+            return self._via_host(self.scatter, outputs, input_lists, opts)
+        comm, _ = self._comm_for(outputs)
         root = opts.rootRank
-        if dev:
-            raise WeftError(ERR_UNSUPPORTED, "scatter of CUDA tensors")
         out = outputs[0]
         tmp = out if out.is_contiguous() else torch.empty_like(out)
         send = None
@@ -513,15 +556,15 @@ class WeftBackend(_backend_base()):
         return _work([self._comm.ibarrier()], None)
 
     def send(self, tensors, dst, tag):
-        comm, dev = self._comm_for(tensors)
-        if dev:
-            raise WeftError(ERR_UNSUPPORTED, "send of CUDA tensors")
+        if tensors[0].is_cuda:
+            return self._via_host(self.send, tensors, dst, tag, outputs=False)
+        comm, _ = self._comm_for(tensors)
         return _work([comm.isend(t, dst, tag=tag) for t in tensors], tensors)
 
     def recv(self, tensors, src, tag):
-        comm, dev = self._comm_for(tensors)
-        if dev:
-            raise WeftError(ERR_UNSUPPORTED, "recv of CUDA tensors")
+        if tensors[0].is_cuda:
+            return self._via_host(self.recv, tensors, src, tag)
+        comm, _ = self._comm_for(tensors)
         return _work([comm.irecv(t, src, tag=tag) for t in tensors], tensors)
 
     def recv_anysource(self, tensors, tag):
