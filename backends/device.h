@@ -97,6 +97,7 @@ typedef struct weft__device {
     void (*flag_set)(weft__flag_t *f);
 
     /* -- data, asynchronous in stream order -- */
+    /** Runs even when the stream has a sticky error (Weft's staging copies). */
     weft_status_t (*copy)(struct weft_stream *s, void *dst, const void *src, size_t bytes);
     /** inout[i] = inout[i] OP in[i] (AVG reduces as SUM), i < count. */
     weft_status_t (*reduce)(struct weft_stream *s, void *inout, const void *in, size_t count,

@@ -331,7 +331,10 @@ WEFT_EXPORT weft_status_t weft_comm_set_algo(weft_comm_t comm, weft_coll_t coll,
 WEFT_EXPORT weft_status_t weft_query_algo(weft_comm_t comm, weft_coll_t coll, size_t count,
                                           weft_datatype_t dtype, weft_algo_t *algo);
 
-/* ---- the other collectives (host buffers) ----------------------------------- */
+/* ---- the other collectives --------------------------------------------------
+ * Host buffers; on a communicator bound to a CUDA stream, device buffers too
+ * for reduce_scatter, allgather, bcast and alltoall (host transfer through
+ * pinned staging, in stream order: doc/streams.md). */
 /** Each rank gets block `rank` (recvcount elements) of the reduced vector of size*recvcount. */
 WEFT_EXPORT weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                               weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);

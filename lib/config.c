@@ -159,6 +159,10 @@ static const weft__config_var_t vars[] = {
      .doc = "device buffers: NCCL from this many bytes up, host transfer below"},
     {BOOL_ROW("WEFT_CUDA_MEMOPS", "1", cuda_memops),
      .doc = "CUDA stream flags with cuStreamWrite/WaitValue32 (0: event fallback)"},
+    {BOOL_ROW("WEFT_STREAM_STAGE", "0", stream_stage),
+     .doc = "testing: host buffers on a stream-bound communicator take the path of device "
+            "buffers through the device's staging and stream copies (allreduce, bcast, "
+            "allgather, reduce_scatter, alltoall), so that it runs without a GPU"},
     {.name = "WEFT_MPI_VERBOSE", .default_value = "0", .kind = WEFT__CFG_BOOL, .lo = 0, .hi = 1,
      .read_by = "libweft-mpi.so, at MPI_Init",
      .doc = "1 reports, at MPI_Finalize, per call site which MPI calls went to Weft and which "

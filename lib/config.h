@@ -40,6 +40,7 @@ typedef struct weft__config {
     int measure;                             /* WEFT_MEASURE: measure alpha/beta at comm create */
     size_t nccl_min_bytes;                   /* WEFT_NCCL_MIN_BYTES */
     int cuda_memops;                         /* WEFT_CUDA_MEMOPS */
+    int stream_stage;                        /* WEFT_STREAM_STAGE */
     int wait_spin_us;                        /* WEFT_WAIT_SPIN_US */
     int linger_us;                           /* WEFT_LINGER_US */
     size_t fused_reduce_max;                 /* WEFT_FUSED_REDUCE_MAX bytes (0 = off) */

@@ -5,9 +5,11 @@
  * memory; a stream waiting for a flag sleeps on a futex until it is set.
  *
  * Every task is a small heap object (kind + arguments). Tasks of Weft's own
- * bookkeeping (flag records/waits, reference drops) are marked `always` and
- * run even when the stream has a sticky error; user tasks and data movement
- * are skipped while it has one.
+ * steps (flag records/waits, the staging copies of a collective) are marked
+ * `always` and run even when the stream has a sticky error, as a CUDA
+ * stream's copies do: a rank whose stream failed still gives the other ranks
+ * its input. User tasks, reductions and pack/unpack are skipped while it has
+ * one.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -324,7 +326,7 @@ static weft_status_t h_wait(struct weft_stream *s, weft__flag_t *f)
 
 static weft_status_t h_copy(struct weft_stream *s, void *dst, const void *src, size_t bytes)
 {
-    task_t *t = task_new(T_COPY, 0);
+    task_t *t = task_new(T_COPY, 1); /* Weft's own step (see the top) */
     if (t == NULL) return WEFT_ERR_NO_MEMORY;
     t->u.copy.dst = dst;
     t->u.copy.src = src;

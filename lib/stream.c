@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "device.h"
 #include "weft_internal.h"
 #include "weft_stream.h"
@@ -76,7 +77,8 @@ typedef struct weft__stream_op {
     void *staging;            /* staged path: pinned copy of the vector */
     void *user_recvbuf;
     const void *user_sendbuf;
-    size_t bytes;
+    size_t in_off, in_bytes;  /* staged path: where the input goes in the staging, how much */
+    size_t out_bytes;         /* staged path: the output, from the staging's start */
     int waited;               /* the stream-wait steps are enqueued (caller side) */
     int nccl_ok;              /* NCCL path: the kernel finished without error */
     void *nccl;               /* NCCL path: the comm's backend state */
@@ -288,6 +290,37 @@ weft__memkind_t weft__stream_memkind(const weft__comm_t *c, const void *sendbuf,
                : WEFT__MEM_HOST;
 }
 
+/* Device buffers through host transfer: one pinned staging region per op,
+ * laid out so that the host algorithm sees the in-place form of the call
+ * (lib/collectives.c's resolution): the input is copied to in_off, the
+ * algorithm runs with sendbuf = staging + in_off and recvbuf = staging, and
+ * out_bytes from the staging's start are copied back. */
+typedef struct stage_geom {
+    size_t bytes, in_off, in_bytes, out_bytes;
+} stage_geom_t;
+
+static bool stage_geometry(const weft__op_t *op, stage_geom_t *g)
+{
+    const size_t b = op->bytes, n = (size_t)op->comm->size;
+    switch (op->kind) {
+    case WEFT__OP_ALLREDUCE: /* the vector, reduced in place */
+    case WEFT__OP_BCAST:     /* the root's vector, overwritten elsewhere */
+        *g = (stage_geom_t){b, 0, b, b};
+        return true;
+    case WEFT__OP_ALLGATHER: /* this rank's block at its place in the whole */
+        *g = (stage_geom_t){b * n, b * (size_t)op->comm->rank, b, b * n};
+        return true;
+    case WEFT__OP_REDUCE_SCATTER: /* every block in, this rank's result at the start */
+        *g = (stage_geom_t){b * n, 0, b * n, b};
+        return true;
+    case WEFT__OP_ALLTOALL: /* every block in, every block out */
+        *g = (stage_geom_t){b * n, 0, b * n, b * n};
+        return true;
+    default: /* rooted ops with buffers on one rank only, point to point, halo */
+        return false;
+    }
+}
+
 /* Caller thread, before weft__issue. The algorithm is chosen already
  * (weft__select, lib/select.c, with the buffers' memory kind): NCCL runs on
  * the stream, a host algorithm on device buffers runs on a pinned staging
@@ -300,11 +333,16 @@ weft_status_t weft__stream_prepare(weft__op_t *op)
     struct weft_stream *s = cs->s;
     const weft__device_t *dev = s->dev;
     path_t path = PATH_HOST;
+    stage_geom_t g = {0, 0, 0, 0};
 
-    if (weft__stream_memkind(c, op->sendbuf, op->recvbuf, op->bytes) == WEFT__MEM_DEVICE) {
-        if (op->kind != WEFT__OP_ALLREDUCE) {
-            WEFT__ERROR("%s: device buffers are supported for allreduce only",
-                        weft__opkind_name(op->kind));
+    const bool device =
+        weft__stream_memkind(c, op->sendbuf, op->recvbuf, op->bytes) == WEFT__MEM_DEVICE;
+    if (!device && weft__cfg.stream_stage && op->bytes > 0 && stage_geometry(op, &g)) {
+        path = PATH_STAGED; /* testing: host buffers take the device buffers' staging */
+    } else if (device) {
+        if (!stage_geometry(op, &g)) {
+            WEFT__ERROR("%s: device buffers are supported for allreduce, bcast, allgather, "
+                        "reduce_scatter and alltoall", weft__opkind_name(op->kind));
             return WEFT_ERR_UNSUPPORTED;
         }
         if (op->algo == WEFT_ALGO_NCCL) {
@@ -330,7 +368,6 @@ weft_status_t weft__stream_prepare(weft__op_t *op)
     so->path = path;
     so->s = s;
     so->dev = dev;
-    so->bytes = op->bytes;
     so->nccl = cs->nccl;
     WEFT__CHECK_GOTO(dev->flag_alloc(dev, &so->done), st, fail);
     if (path == PATH_NCCL) {
@@ -341,10 +378,13 @@ weft_status_t weft__stream_prepare(weft__op_t *op)
         op->ready = stream_ready;
     }
     if (path == PATH_STAGED) {
-        WEFT__CHECK_GOTO(dev->host_alloc(&so->staging, op->bytes), st, fail);
+        WEFT__CHECK_GOTO(dev->host_alloc(&so->staging, g.bytes), st, fail);
         so->user_sendbuf = op->sendbuf;
         so->user_recvbuf = op->recvbuf;
-        op->sendbuf = so->staging; /* the engine reduces in place on the staging copy */
+        so->in_off = g.in_off;
+        so->in_bytes = g.in_bytes;
+        so->out_bytes = g.out_bytes;
+        op->sendbuf = (char *)so->staging + g.in_off; /* the in-place form, on the staging */
         op->recvbuf = so->staging;
     }
     op->sop = so;
@@ -375,7 +415,7 @@ static weft_status_t enqueue_stream_wait(weft__op_t *op)
     atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
     WEFT__CHECK_GOTO(dev->wait(s, so->done), st, fail);
     if (so->path == PATH_STAGED)
-        WEFT__CHECK_GOTO(dev->copy(s, so->user_recvbuf, so->staging, so->bytes), st, fail);
+        WEFT__CHECK_GOTO(dev->copy(s, so->user_recvbuf, so->staging, so->out_bytes), st, fail);
     WEFT__CHECK_GOTO(dev->record(s, so->fin), st, fail);
     retire_add(so, &so->retire[1], so->fin);
     return WEFT_SUCCESS;
@@ -406,7 +446,8 @@ weft_status_t weft__stream_issue(weft__op_t *op, int blocking)
         last = so->kernel;
     } else {
         if (so->path == PATH_STAGED)
-            WEFT__CHECK(dev->copy(s, so->staging, so->user_sendbuf, so->bytes));
+            WEFT__CHECK(dev->copy(s, (char *)so->staging + so->in_off, so->user_sendbuf,
+                                  so->in_bytes));
         last = so->start;
     }
     WEFT__CHECK(dev->record(s, last));

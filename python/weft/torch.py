@@ -19,14 +19,14 @@ uneven splits), gather, scatter, barrier, send, recv, allreduce_coalesced.
 Groups: the world and new_group(ranks) over every rank; a proper subset
 raises WeftError WEFT_ERR_UNSUPPORTED (use gloo for it).
 
-CPU tensors, and CUDA tensors where Weft has CUDA. An allreduce of CUDA
-tensors runs on a Weft communicator bound to the tensor's current CUDA
-stream (NCCL, or host transfer for small vectors): it is ordered on that
-stream, and the calling thread does not wait. The other collectives take
-CUDA tensors through host copies: the calling thread waits for the copy to
-the host, and the results are copied back when the Work is waited for
-(DDP's start-up broadcast and shape check are such calls; its gradient
-buckets are allreduces).
+CPU tensors, and CUDA tensors. allreduce, broadcast, allgather,
+reduce_scatter and even alltoall of CUDA tensors run on a Weft communicator
+bound to the tensor's current CUDA stream (NCCL for large allreduces, host
+transfer otherwise): they are ordered on that stream, and the calling thread
+does not wait. reduce, gather, scatter, uneven alltoall, send and recv (and
+every collective where this libweft has no usable CUDA) take CUDA tensors
+through host copies: the calling thread waits for the copy to the host, and
+the results are copied back when the Work is waited for.
 
 A collective torch will wait on at once (opts.asyncOp False: the blocking
 dist.all_reduce, broadcast, barrier, all_gather_into_tensor,
@@ -292,6 +292,9 @@ class WeftBackend(_backend_base()):
 
     # ---- where a tensor goes ---------------------------------------------
     def _comm_for(self, tensors):
+        """(communicator, on CUDA): the host communicator for CPU tensors; for
+        CUDA tensors the one bound to their current stream, or None where
+        this libweft has no usable CUDA (the caller then takes _via_host)."""
         if len(tensors) == 1 and tensors[0].is_cpu:  # the common case, cheaply
             return self._comm, False
         dev = tensors[0].device.type
@@ -309,7 +312,7 @@ class WeftBackend(_backend_base()):
     def _cuda_comm(self, t):
         from weft import _lib
         if not _lib.weft_cuda_available():
-            raise WeftError(ERR_UNSUPPORTED, "CUDA tensor, but this libweft has no usable CUDA")
+            return None  # this libweft has no usable CUDA: host copies (_via_host)
         stream = torch.cuda.current_stream(t.device)
         key = stream.cuda_stream
         c = self._cuda_comms.get(key)
@@ -325,9 +328,9 @@ class WeftBackend(_backend_base()):
         return c
 
     def _via_host(self, method, *args, outputs=True):
-        """A collective other than allreduce on CUDA tensors. Weft serves
-        device buffers on a stream-bound communicator for allreduce only
-        (doc/streams.md); the others go through host copies: the CUDA
+        """A collective on CUDA tensors that Weft does not serve on the stream
+        (reduce, gather, scatter, uneven alltoall, send, recv; every one where
+        this libweft has no usable CUDA) goes through host copies: the CUDA
         tensors are copied to the host (.cpu() waits for the current
         stream's work on them), `method` is issued on the copies, and the
         Work returned copies args[0] (the outputs, unless outputs is False)
@@ -356,6 +359,8 @@ class WeftBackend(_backend_base()):
         op = _op(opts.reduceOp) if opts is not None else weft.SUM
         comm, dev = self._comm_for(tensors)
         if dev:
+            if comm is None:
+                return self._via_host(self.allreduce, tensors, opts)
             for t in tensors:
                 comm.allreduce(t, op=op)
             return self._cuda_done(tensors)
@@ -372,6 +377,8 @@ class WeftBackend(_backend_base()):
         if len({t.dtype for t in tensors}) > 1:
             raise WeftError(ERR_DATATYPE, "allreduce_coalesced: tensors of several dtypes")
         comm, dev = self._comm_for(tensors)
+        if dev and comm is None:
+            return self._via_host(self.allreduce_coalesced, tensors, opts)
         flat = torch.cat([t.reshape(-1) for t in tensors])
         if dev or _sync(opts):
             comm.allreduce(flat, op=op)
@@ -389,10 +396,14 @@ class WeftBackend(_backend_base()):
             off += n
 
     def broadcast(self, tensors, opts):
-        if tensors[0].is_cuda:
-            return self._via_host(self.broadcast, tensors, opts)
         root = opts.rootRank
-        comm, _ = self._comm_for(tensors)
+        comm, dev = self._comm_for(tensors)
+        if dev:
+            if comm is None:
+                return self._via_host(self.broadcast, tensors, opts)
+            for t in tensors:
+                comm.bcast(t, root=root)
+            return self._cuda_done(tensors)
         if _sync(opts):
             for t in tensors:
                 comm.bcast(t, root=root)
@@ -412,9 +423,9 @@ class WeftBackend(_backend_base()):
 
     def allgather(self, output_lists, inputs, opts=None):
         # output_lists[i]: size tensors shaped like inputs[i]
-        if inputs[0].is_cuda:
+        comm, dev = self._comm_for(inputs)
+        if dev and comm is None:
             return self._via_host(self.allgather, output_lists, inputs, opts)
-        comm, _ = self._comm_for(inputs)
         reqs, flats, copies = [], [], []
         for outs, inp in zip(output_lists, inputs):
             if len(outs) != comm.size:
@@ -424,30 +435,36 @@ class WeftBackend(_backend_base()):
                                device=inp.device)
             flats.append(flat)
             copies.append((flat, outs))
-            reqs.append(comm.iallgather(inp.contiguous(), flat))
+            if dev:
+                comm.allgather(inp.contiguous(), flat)
+            else:
+                reqs.append(comm.iallgather(inp.contiguous(), flat))
 
         def copy_out():
             for flat, outs in copies:
                 for i, o in enumerate(outs):
                     o.copy_(flat[i])
+        if dev:  # in stream order, after the collective
+            copy_out()
+            return self._cuda_done(output_lists)
         return _work(reqs, output_lists, after=copy_out)
 
     def all_gather_single(self, output, inp, opts=None):
-        if output.is_cuda or inp.is_cuda:
+        comm, dev = self._comm_for([output, inp])
+        if dev and comm is None:
             return self._via_host(self.all_gather_single, output, inp, opts)
-        comm, _ = self._comm_for([output, inp])
-        if _sync(opts):
+        if dev or _sync(opts):
             comm.allgather(inp, output)
-            return _done_work([output])
+            return self._cuda_done([output]) if dev else _done_work([output])
         return _work([comm.iallgather(inp, output)], [output])
 
     _allgather_base = all_gather_single
 
     def reduce_scatter(self, outputs, input_lists, opts=None):
-        if outputs[0].is_cuda:
-            return self._via_host(self.reduce_scatter, outputs, input_lists, opts)
         op = _op(opts.reduceOp) if opts is not None else weft.SUM
-        comm, _ = self._comm_for(outputs)
+        comm, dev = self._comm_for(outputs)
+        if dev and comm is None:
+            return self._via_host(self.reduce_scatter, outputs, input_lists, opts)
         reqs, keep = [], []
         for out, ins in zip(outputs, input_lists):
             if len(ins) != comm.size:
@@ -455,35 +472,44 @@ class WeftBackend(_backend_base()):
                                 "ranks" % (len(ins), comm.size))
             flat = torch.cat([t.reshape(-1) for t in ins])
             keep.append(flat)
-            reqs.append(comm.ireduce_scatter(flat, out, op=op))
+            if dev:
+                comm.reduce_scatter(flat, out, op=op)
+            else:
+                reqs.append(comm.ireduce_scatter(flat, out, op=op))
+        if dev:
+            return self._cuda_done(outputs)
         return _work(reqs, outputs)
 
     def reduce_scatter_single(self, output, inp, opts=None):
-        if output.is_cuda or inp.is_cuda:
-            return self._via_host(self.reduce_scatter_single, output, inp, opts)
         op = _op(opts.reduceOp) if opts is not None else weft.SUM
-        comm, _ = self._comm_for([output, inp])
-        if _sync(opts):
+        comm, dev = self._comm_for([output, inp])
+        if dev and comm is None:
+            return self._via_host(self.reduce_scatter_single, output, inp, opts)
+        if dev or _sync(opts):
             comm.reduce_scatter(inp, output, op=op)
-            return _done_work([output])
+            return self._cuda_done([output]) if dev else _done_work([output])
         return _work([comm.ireduce_scatter(inp, output, op=op)], [output])
 
     _reduce_scatter_base = reduce_scatter_single
 
     def alltoall(self, outputs, inputs, opts=None):
-        if outputs[0].is_cuda or inputs[0].is_cuda:
+        comm, dev = self._comm_for(outputs + inputs)
+        shapes = {tuple(t.shape) for t in outputs + inputs}
+        if dev and (comm is None or len(shapes) != 1):  # uneven: point to point, on the host
             return self._via_host(self.alltoall, outputs, inputs, opts)
-        comm, _ = self._comm_for(outputs + inputs)
         if len(outputs) != comm.size or len(inputs) != comm.size:
             raise WeftError(ERR_INVALID_ARG, "alltoall: %d/%d tensors for %d ranks" %
                             (len(outputs), len(inputs), comm.size))
-        shapes = {tuple(t.shape) for t in outputs + inputs}
         if len(shapes) == 1:
             send = torch.cat([t.reshape(-1) for t in inputs])
             recv = torch.empty_like(send)
 
             def copy_out():
                 self._unflatten(recv, outputs)
+            if dev:  # in stream order, after the collective
+                comm.alltoall(send, recv)
+                copy_out()
+                return self._cuda_done(outputs)
             return _work([comm.ialltoall(send, recv)], outputs, after=copy_out)
         return self._pairwise(comm, [t.contiguous() for t in inputs], outputs, outputs)
 
@@ -508,11 +534,15 @@ class WeftBackend(_backend_base()):
         return _work(reqs, result, after=copy_out)
 
     def all_to_all_single(self, output, inp, output_splits, input_splits, opts=None):
-        if output.is_cuda or inp.is_cuda:
+        comm, dev = self._comm_for([output, inp])
+        even = not output_splits and not input_splits
+        if dev and (comm is None or not even):  # splits: point to point, on the host
             return self._via_host(self.all_to_all_single, output, inp, output_splits,
                                   input_splits, opts)
-        comm, _ = self._comm_for([output, inp])
-        if not output_splits and not input_splits:
+        if even:
+            if dev:
+                comm.alltoall(inp, output)
+                return self._cuda_done([output])
             return _work([comm.ialltoall(inp, output)], [output])
         n = comm.size
         ins = list(inp.split(input_splits if input_splits else inp.shape[0] // n))

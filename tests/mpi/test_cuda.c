@@ -1,14 +1,15 @@
 /*
  * test_cuda.c - the stream-ordering rules of test_stream.c on CUDA streams,
  * with device buffers through both paths (NCCL for large vectors, host
- * transfer for small ones, and each forced), host buffers on a CUDA-stream
- * communicator, the nonblocking forms, and the device layer's reduction
- * kernels against a host reference. Exits 77 (skipped) when there is no GPU:
+ * transfer for small ones, and each forced), bcast, allgather (and in place),
+ * reduce_scatter and alltoall on device buffers, host buffers on a
+ * CUDA-stream communicator, the nonblocking forms, and the device layer's
+ * reduction kernels against a host reference. Exits 77 (skipped) when there is no GPU:
  * cudaGetDeviceCount fails or returns 0, or libweft has no CUDA device layer.
  *
  * "Compute" on the stream is cudaMemcpyAsync/cudaMemsetAsync plus host tasks
  * (weft_stream_enqueue), so this file needs no kernels of its own.
- * References: MPI_Allreduce on host copies of the same inputs.
+ * References: MPI's collective on host copies of the same inputs.
  *
  * Several ranks on one GPU: NCCL before 2.30 refuses them ("Duplicate GPU");
  * the communicator then falls back to host transfer on every rank, which this
@@ -67,6 +68,96 @@ out:
     cudaFree(d_out);
     cudaFreeHost(h_in);
     cudaFreeHost(h_out);
+    free(ref);
+}
+
+/* The other collectives on device buffers (host transfer through pinned
+ * staging): each blocking and nonblocking, against MPI's collective on host
+ * copies of the same inputs. Blocks the output must overwrite start as -1. */
+enum { K_BCAST, K_ALLGATHER, K_ALLGATHER_IN_PLACE, K_REDUCE_SCATTER, K_ALLTOALL, K_COUNT };
+static const char *const kind_name[K_COUNT] = {"bcast", "allgather", "allgather in place",
+                                               "reduce_scatter", "alltoall"};
+
+static weft_status_t issue_coll(int kind, float *d_in, float *d_out, size_t n, int root,
+                                weft_comm_t c, weft_request_t *req)
+{
+    switch (kind) {
+    case K_BCAST:
+        return req ? weft_ibcast(d_out, n, WEFT_FLOAT32, root, c, req)
+                   : weft_bcast(d_out, n, WEFT_FLOAT32, root, c);
+    case K_ALLGATHER:
+    case K_ALLGATHER_IN_PLACE: {
+        const void *in = kind == K_ALLGATHER ? (const void *)d_in : WEFT_IN_PLACE;
+        return req ? weft_iallgather(in, d_out, n, WEFT_FLOAT32, c, req)
+                   : weft_allgather(in, d_out, n, WEFT_FLOAT32, c);
+    }
+    case K_REDUCE_SCATTER:
+        return req ? weft_ireduce_scatter(d_in, d_out, n, WEFT_FLOAT32, WEFT_SUM, c, req)
+                   : weft_reduce_scatter(d_in, d_out, n, WEFT_FLOAT32, WEFT_SUM, c);
+    default:
+        return req ? weft_ialltoall(d_in, d_out, n, WEFT_FLOAT32, c, req)
+                   : weft_alltoall(d_in, d_out, n, WEFT_FLOAT32, c);
+    }
+}
+
+static void run_device_coll(mt_ctx_t *t, weft_comm_t c, cudaStream_t cs, size_t n, int kind,
+                            int nonblocking)
+{
+    const size_t p = (size_t)t->size;
+    const int root = t->size - 1;
+    const size_t nin = kind == K_BCAST || kind == K_ALLGATHER ? n : n * p;
+    const size_t nout = kind == K_BCAST || kind == K_REDUCE_SCATTER ? n : n * p;
+    char what[96];
+    snprintf(what, sizeof what, "device %s%s, %zu elements", kind_name[kind],
+             nonblocking ? " (nonblocking)" : "", n);
+    float *h_in = malloc(nin * sizeof(float)), *h_out = malloc(nout * sizeof(float));
+    float *ref = malloc(nout * sizeof(float)), *d_in = NULL, *d_out = NULL;
+    if (h_in == NULL || h_out == NULL || ref == NULL) {
+        mt_error(t, "%s: out of memory", what);
+        goto out;
+    }
+    for (size_t i = 0; i < nin; i++) h_in[i] = value(t->rank, kind, i);
+    for (size_t i = 0; i < nout; i++) h_out[i] = -1.0f; /* the output's start */
+    switch (kind) {
+    case K_BCAST:
+        if (t->rank == root) memcpy(h_out, h_in, n * sizeof(float));
+        memcpy(ref, h_in, n * sizeof(float));
+        MPI_Bcast(ref, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD);
+        break;
+    case K_ALLGATHER:
+        MPI_Allgather(h_in, (int)n, MPI_FLOAT, ref, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+        break;
+    case K_ALLGATHER_IN_PLACE: /* own block in place, the others to be overwritten */
+        memcpy(h_out + (size_t)t->rank * n, h_in + (size_t)t->rank * n, n * sizeof(float));
+        MPI_Allgather(h_in + (size_t)t->rank * n, (int)n, MPI_FLOAT, ref, (int)n, MPI_FLOAT,
+                      MPI_COMM_WORLD);
+        break;
+    case K_REDUCE_SCATTER:
+        MPI_Reduce_scatter_block(h_in, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
+    default:
+        MPI_Alltoall(h_in, (int)n, MPI_FLOAT, ref, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
+    }
+    CK(cudaMalloc((void **)&d_in, nin * sizeof(float)));
+    CK(cudaMalloc((void **)&d_out, nout * sizeof(float)));
+    /* the inputs arrive on the stream, as a kernel's output would */
+    CK(cudaMemcpyAsync(d_in, h_in, nin * sizeof(float), cudaMemcpyHostToDevice, cs));
+    CK(cudaMemcpyAsync(d_out, h_out, nout * sizeof(float), cudaMemcpyHostToDevice, cs));
+    if (nonblocking) {
+        weft_request_t req;
+        MT_STATUS(t, issue_coll(kind, d_in, d_out, n, root, c, &req), WEFT_SUCCESS, what);
+        MT_STATUS(t, weft_wait(&req), WEFT_SUCCESS, "weft_wait (stream waits)");
+    } else {
+        MT_STATUS(t, issue_coll(kind, d_in, d_out, n, root, c, NULL), WEFT_SUCCESS, what);
+    }
+    CK(cudaMemcpyAsync(h_out, d_out, nout * sizeof(float), cudaMemcpyDeviceToHost, cs));
+    CK(cudaStreamSynchronize(cs));
+    mt_compare(t, h_out, ref, nout, WEFT_FLOAT32, 1e-6, what);
+out:
+    cudaFree(d_in);
+    cudaFree(d_out);
+    free(h_in);
+    free(h_out);
     free(ref);
 }
 
@@ -148,6 +239,10 @@ int main(int argc, char **argv)
             run_device(t, c, cs, sizes[k], 0, WEFT_SUM, "device host-transfer rd");
             weft_comm_set_algo(c, WEFT_COLL_ALLREDUCE, WEFT_ALGO_AUTO);
         }
+        const size_t csizes[] = {1, 777, 70000};
+        for (size_t k = 0; k < sizeof csizes / sizeof csizes[0]; k++)
+            for (int kind = 0; kind < K_COUNT; kind++)
+                for (int nb = 0; nb < 2; nb++) run_device_coll(t, c, cs, csizes[k], kind, nb);
         weft_algo_t a = WEFT_ALGO_AUTO;
         MT_STATUS(t, weft_query_algo(c, WEFT_COLL_ALLREDUCE, 1 << 20, WEFT_FLOAT32, &a), WEFT_SUCCESS,
                   "query");

@@ -417,6 +417,103 @@ static void test_bcast(mt_ctx_t *t, size_t n)
     free(buf);
 }
 
+/* ---- 7. allgather (and in place), reduce_scatter, alltoall on a stream comm -------
+ * The input is written by a stream task after a delay (the compute before);
+ * the result is compared after synchronize with MPI's collective on the same
+ * values. With WEFT_STREAM_STAGE=1 this is the path device buffers take
+ * (staging copies in stream order, the in-place form on the staging). */
+enum { C_ALLGATHER, C_ALLGATHER_IN_PLACE, C_REDUCE_SCATTER, C_ALLTOALL, C_COUNT };
+static const char *const coll_name[C_COUNT] = {"allgather", "allgather in place",
+                                               "reduce_scatter", "alltoall"};
+
+static weft_status_t issue_other(int kind, const int32_t *in, int32_t *out, size_t n,
+                                 weft_comm_t c, weft_request_t *req)
+{
+    switch (kind) {
+    case C_ALLGATHER:
+    case C_ALLGATHER_IN_PLACE: {
+        const void *src = kind == C_ALLGATHER ? (const void *)in : WEFT_IN_PLACE;
+        return req ? weft_iallgather(src, out, n, WEFT_INT32, c, req)
+                   : weft_allgather(src, out, n, WEFT_INT32, c);
+    }
+    case C_REDUCE_SCATTER:
+        return req ? weft_ireduce_scatter(in, out, n, WEFT_INT32, WEFT_SUM, c, req)
+                   : weft_reduce_scatter(in, out, n, WEFT_INT32, WEFT_SUM, c);
+    default:
+        return req ? weft_ialltoall(in, out, n, WEFT_INT32, c, req)
+                   : weft_alltoall(in, out, n, WEFT_INT32, c);
+    }
+}
+
+static void test_other_colls(mt_ctx_t *t, size_t n)
+{
+    weft_stream_t s;
+    weft_comm_t c;
+    if (!MT_STATUS(t, weft_stream_create_host(&s), WEFT_SUCCESS, "stream create")) return;
+    if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s, &c), WEFT_SUCCESS, "comm create")) {
+        weft_stream_destroy(s);
+        return;
+    }
+    const size_t p = (size_t)t->size, r = (size_t)t->rank;
+    for (int kind = 0; kind < C_COUNT; kind++) {
+        for (int nb = 0; nb < 2; nb++) {
+            const size_t nin = kind == C_ALLGATHER ? n : n * p;
+            const size_t nout = kind == C_REDUCE_SCATTER ? n : n * p;
+            int32_t *in = malloc(nin * sizeof *in), *out = malloc(nout * sizeof *out);
+            int32_t *ref = malloc(nout * sizeof *ref), *vals = malloc(nin * sizeof *vals);
+            if (!in || !out || !ref || !vals) {
+                mt_error(t, "out of memory");
+                free(in), free(out), free(ref), free(vals);
+                break;
+            }
+            for (size_t i = 0; i < nin; i++) vals[i] = value(t->rank, kind + 10 * nb, i);
+            for (size_t i = 0; i < nout; i++) out[i] = -1;
+            /* the input, written in stream order after 20 ms */
+            fill_t f = {in, nin, t->rank, kind + 10 * nb, 20};
+            int32_t *own = out + r * n; /* in place: own block written into the output */
+            fill_t fo = {own, n, t->rank, kind + 10 * nb, 20};
+            if (kind == C_ALLGATHER_IN_PLACE) {
+                /* value(rank, iter, i) over the own block, as vals[r*n + i] */
+                for (size_t i = 0; i < n; i++) vals[r * n + i] = value(t->rank, kind + 10 * nb, i);
+                MT_STATUS(t, weft_stream_enqueue(s, fill_task, &fo), WEFT_SUCCESS, "fill own");
+            } else {
+                MT_STATUS(t, weft_stream_enqueue(s, fill_task, &f), WEFT_SUCCESS, "fill");
+            }
+            switch (kind) {
+            case C_ALLGATHER:
+                MPI_Allgather(vals, (int)n, MPI_INT32_T, ref, (int)n, MPI_INT32_T, MPI_COMM_WORLD);
+                break;
+            case C_ALLGATHER_IN_PLACE:
+                MPI_Allgather(vals + r * n, (int)n, MPI_INT32_T, ref, (int)n, MPI_INT32_T,
+                              MPI_COMM_WORLD);
+                break;
+            case C_REDUCE_SCATTER:
+                MPI_Reduce_scatter_block(vals, ref, (int)n, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+                break;
+            default:
+                MPI_Alltoall(vals, (int)n, MPI_INT32_T, ref, (int)n, MPI_INT32_T, MPI_COMM_WORLD);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "%s%s on a stream comm", coll_name[kind],
+                     nb ? " (nonblocking)" : "");
+            if (nb) {
+                weft_request_t req;
+                MT_STATUS(t, issue_other(kind, in, out, n, c, &req), WEFT_SUCCESS, what);
+                MT_STATUS(t, weft_wait(&req), WEFT_SUCCESS, "weft_wait (the stream waits)");
+            } else {
+                MT_STATUS(t, issue_other(kind, in, out, n, c, NULL), WEFT_SUCCESS, what);
+            }
+            MT_STATUS(t, weft_stream_synchronize(s), WEFT_SUCCESS, "synchronize");
+            long bad = 0;
+            for (size_t i = 0; i < nout; i++) bad += out[i] != ref[i];
+            MT_CHECK(t, bad == 0, "%s, %zu elements: %ld wrong", what, n, bad);
+            free(in), free(out), free(ref), free(vals);
+        }
+    }
+    MT_STATUS(t, weft_comm_destroy(c), WEFT_SUCCESS, "comm destroy");
+    MT_STATUS(t, weft_stream_destroy(s), WEFT_SUCCESS, "stream destroy");
+}
+
 int main(int argc, char **argv)
 {
     mt_ctx_t t;
@@ -433,5 +530,7 @@ int main(int argc, char **argv)
     }
     test_errors(&t, 100);
     test_bcast(&t, 3000);
+    test_other_colls(&t, 1);
+    test_other_colls(&t, 7000);
     return mt_finish(&t);
 }
