@@ -18,6 +18,7 @@
  * with a 20 s limit) proves the host returned while the stream was held.
  */
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,16 +122,24 @@ static weft_status_t fail_task(void *arg)
     return WEFT_ERR_INVALID_ARG;
 }
 
+/* A host stream and a communicator of every rank bound to it; false (and
+ * nothing left open) if either fails. */
+static bool open_stream_comm(mt_ctx_t *t, weft_stream_t *s, weft_comm_t *c)
+{
+    if (!MT_STATUS(t, weft_stream_create_host(s), WEFT_SUCCESS, "stream create")) return false;
+    if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, *s, c), WEFT_SUCCESS, "comm create")) {
+        weft_stream_destroy(*s);
+        return false;
+    }
+    return true;
+}
+
 /* ---- 1. blocking collective: ordering both ways, host not blocked ------------ */
 static void test_blocking(mt_ctx_t *t, size_t n)
 {
     weft_stream_t s;
     weft_comm_t c;
-    if (!MT_STATUS(t, weft_stream_create_host(&s), WEFT_SUCCESS, "stream create")) return;
-    if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s, &c), WEFT_SUCCESS, "comm create")) {
-        weft_stream_destroy(s);
-        return;
-    }
+    if (!open_stream_comm(t, &s, &c)) return;
     weft_stream_t got = NULL;
     MT_STATUS(t, weft_comm_stream(c, &got), WEFT_SUCCESS, "weft_comm_stream");
     MT_CHECK(t, got == s, "weft_comm_stream returned another stream");
@@ -185,11 +194,7 @@ static void test_pipeline(mt_ctx_t *t, size_t n, int iters)
 {
     weft_stream_t s;
     weft_comm_t c;
-    if (!MT_STATUS(t, weft_stream_create_host(&s), WEFT_SUCCESS, "stream create")) return;
-    if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s, &c), WEFT_SUCCESS, "comm create")) {
-        weft_stream_destroy(s);
-        return;
-    }
+    if (!open_stream_comm(t, &s, &c)) return;
     /* One buffer reused by every iteration: each fill must wait for the
      * previous check, each allreduce for its fill. */
     int32_t *buf = calloc(n, sizeof *buf);
@@ -271,11 +276,7 @@ static void test_nonblocking(mt_ctx_t *t, size_t n)
 {
     weft_stream_t s;
     weft_comm_t c;
-    if (!MT_STATUS(t, weft_stream_create_host(&s), WEFT_SUCCESS, "stream create")) return;
-    if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s, &c), WEFT_SUCCESS, "comm create")) {
-        weft_stream_destroy(s);
-        return;
-    }
+    if (!open_stream_comm(t, &s, &c)) return;
     int32_t *in = calloc(n, sizeof *in), *out = calloc(n, sizeof *out);
     gate_t gate = {0, 0};
     atomic_long bad = 0;
@@ -352,11 +353,7 @@ static void test_errors(mt_ctx_t *t, size_t n)
 {
     weft_stream_t s;
     weft_comm_t c;
-    if (!MT_STATUS(t, weft_stream_create_host(&s), WEFT_SUCCESS, "stream create")) return;
-    if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s, &c), WEFT_SUCCESS, "comm create")) {
-        weft_stream_destroy(s);
-        return;
-    }
+    if (!open_stream_comm(t, &s, &c)) return;
     atomic_int after = 0;
     /* A failing task: synchronize returns its error, the next user task is
      * skipped, and the error is cleared afterwards. */
@@ -398,11 +395,7 @@ static void test_bcast(mt_ctx_t *t, size_t n)
 {
     weft_stream_t s;
     weft_comm_t c;
-    if (!MT_STATUS(t, weft_stream_create_host(&s), WEFT_SUCCESS, "stream create")) return;
-    if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s, &c), WEFT_SUCCESS, "comm create")) {
-        weft_stream_destroy(s);
-        return;
-    }
+    if (!open_stream_comm(t, &s, &c)) return;
     int root = t->size - 1;
     int32_t *buf = calloc(n, sizeof *buf);
     fill_t f = {buf, n, root, 5, 3};
@@ -449,11 +442,7 @@ static void test_other_colls(mt_ctx_t *t, size_t n)
 {
     weft_stream_t s;
     weft_comm_t c;
-    if (!MT_STATUS(t, weft_stream_create_host(&s), WEFT_SUCCESS, "stream create")) return;
-    if (!MT_STATUS(t, weft_comm_create(MPI_COMM_WORLD, s, &c), WEFT_SUCCESS, "comm create")) {
-        weft_stream_destroy(s);
-        return;
-    }
+    if (!open_stream_comm(t, &s, &c)) return;
     const size_t p = (size_t)t->size, r = (size_t)t->rank;
     for (int kind = 0; kind < C_COUNT; kind++) {
         for (int nb = 0; nb < 2; nb++) {
