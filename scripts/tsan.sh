@@ -4,19 +4,23 @@
 # 4 ranks on the 2 cores run the oversubscribed waits (a caller and the engine
 # sleeping on the node's shared-memory doorbells); the hierarchical allreduce
 # on 2 test nodes runs the path's jobs inside another op (a third field may
-# list several variables, comma-separated).
+# list several variables, comma-separated). The stream tests run the stream
+# ops' ownership hand-over and the retire list (lib/stream.c), and with
+# WEFT_STREAM_STAGE=1 the staging copies device buffers take.
 # Usage: bash scripts/tsan.sh [BUILD_DIR]   (default: build-tsan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build-tsan}
 rm -rf "$dir"
 meson setup "$dir" -Db_sanitize=thread -Dbuildtype=debugoptimized -Dloom=false >/dev/null
-ninja -C "$dir" -j"$(nproc)" tests/mpi/mpi_inflight tests/mpi/mpi_allreduce tests/mpi/mpi_errors tests/mpi/mpi_embed tests/mpi/mpi_handles
+ninja -C "$dir" -j"$(nproc)" tests/mpi/mpi_inflight tests/mpi/mpi_allreduce tests/mpi/mpi_errors tests/mpi/mpi_embed tests/mpi/mpi_handles \
+  tests/mpi/mpi_stream
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 report_signal_unsafe=0"
 fail=0
 for t in "inflight 2 WEFT_TRANSPORT=mpi" "inflight 2 WEFT_TRANSPORT=ucx" "allreduce 3 WEFT_TRANSPORT=mpi" "errors 2 WEFT_TRANSPORT=mpi" "embed 2 WEFT_TRANSPORT=mpi" "embed 3 WEFT_TRANSPORT=ucx" "handles 2 WEFT_TRANSPORT=mpi" "inflight 4 WEFT_TRANSPORT=mpi" "allreduce 4 WEFT_ALLREDUCE_ALGO=shm" \
-         "allreduce 4 WEFT_NODE_RANKS=2,WEFT_ALLREDUCE_ALGO=hierarchical,WEFT_HIER_SEGMENT=4096"; do
+         "allreduce 4 WEFT_NODE_RANKS=2,WEFT_ALLREDUCE_ALGO=hierarchical,WEFT_HIER_SEGMENT=4096" \
+         "stream 2 WEFT_TRANSPORT=mpi" "stream 3 WEFT_STREAM_STAGE=1"; do
   set -- $t
   log="$dir/tsan-$1-$2-${3#*=}.log"
   if env ${3//,/ } WEFT_TIMEOUT=120 timeout 300 mpiexec -n "$2" "$dir/tests/mpi/mpi_$1" >"$log" 2>&1 &&
