@@ -74,9 +74,14 @@ static int h_flag_test(weft__flag_t *f)
 
 static void h_flag_set(weft__flag_t *f)
 {
+    /* The flag may be freed as soon as the store is seen (a stream op's
+     * retire list reaps on it: lib/stream.c), so nothing of *f is read after
+     * it. The wake then goes to an address that may have been reused: futex
+     * waiters re-check their condition, so at worst one wakes for nothing. */
+    _Atomic uint32_t *word = f->word;
     /* release: see h_flag_test. */
-    atomic_store_explicit(f->word, 1, memory_order_release);
-    weft__futex_wake(f->word);
+    atomic_store_explicit(word, 1, memory_order_release);
+    weft__futex_wake(word);
 }
 
 /* Stream thread: wait until f is set. A stream waits on a flag only for a
