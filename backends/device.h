@@ -163,9 +163,13 @@ typedef struct weft__nccl_backend {
     void (*comm_close)(void *state);
     /** Can NCCL reduce dtype with op? (no bitwise ops) */
     bool (*supports)(weft_datatype_t dtype, weft_op_t op);
-    /** Enqueue ncclAllReduce on the CUDA stream s. */
-    weft_status_t (*allreduce)(void *state, const void *sendbuf, void *recvbuf, size_t count,
-                               weft_datatype_t dtype, weft_op_t op, struct weft_stream *s);
+    /** Enqueue the NCCL collective on the CUDA stream s: WEFT_COLL_ALLREDUCE,
+     * BCAST (root), ALLGATHER or REDUCE_SCATTER, with Weft's arguments (count:
+     * the vector, or the per-rank block; in place as Weft resolves it,
+     * lib/collectives.c). */
+    weft_status_t (*coll)(void *state, weft_coll_t coll, const void *sendbuf, void *recvbuf,
+                          size_t count, weft_datatype_t dtype, weft_op_t op, int root,
+                          struct weft_stream *s);
     /** ncclCommGetAsyncError: WEFT_SUCCESS, WEFT_INPROGRESS or WEFT_ERR_NCCL. */
     weft_status_t (*async_error)(void *state);
     /** ncclCommAbort (on a timeout or an error); the comm is unusable afterwards. */

@@ -333,8 +333,8 @@ WEFT_EXPORT weft_status_t weft_query_algo(weft_comm_t comm, weft_coll_t coll, si
 
 /* ---- the other collectives --------------------------------------------------
  * Host buffers; on a communicator bound to a CUDA stream, device buffers too
- * for reduce_scatter, allgather, bcast and alltoall (host transfer through
- * pinned staging, in stream order: doc/streams.md). */
+ * for reduce_scatter, allgather, bcast (NCCL or host transfer, as allreduce)
+ * and alltoall (host transfer), in stream order: doc/streams.md. */
 /** Each rank gets block `rank` (recvcount elements) of the reduced vector of size*recvcount. */
 WEFT_EXPORT weft_status_t weft_reduce_scatter(const void *sendbuf, void *recvbuf, size_t recvcount,
                                               weft_datatype_t dtype, weft_op_t op, weft_comm_t comm);

@@ -171,8 +171,10 @@ weft_algo_t weft__select_explain(const weft__select_comm_t *sc, weft_coll_t coll
     weft_algo_t replaced = WEFT_ALGO_AUTO;
     /* Device buffers: the device algorithm (NCCL) when it was named, or when
      * nothing is forced and the call is large enough, and it can serve. */
-    const bool nccl_runs = coll == WEFT_COLL_ALLREDUCE && mem == WEFT__MEM_DEVICE &&
-                           sc->nccl != NULL && sc->nccl->supports(dtype, rop);
+    const bool nccl_coll = coll == WEFT_COLL_ALLREDUCE || coll == WEFT_COLL_REDUCE_SCATTER ||
+                           coll == WEFT_COLL_ALLGATHER || coll == WEFT_COLL_BCAST;
+    const bool nccl_runs = nccl_coll && mem == WEFT__MEM_DEVICE && sc->nccl != NULL &&
+                           sc->nccl->supports(dtype, rop);
     if (nccl_runs) {
         bool forced = src == WEFT__SELECT_COMM || src == WEFT__SELECT_ENV;
         if (a == WEFT_ALGO_NCCL || (!forced && bytes >= weft__cfg.nccl_min_bytes)) {

@@ -153,8 +153,8 @@ static weft_status_t nccl_start(weft__op_t *op)
         /* Selection never gives NCCL for host buffers and weft__stream_prepare
          * refuses it where it cannot run; reaching this means the op was not
          * prepared. */
-        WEFT__ERROR("allreduce: NCCL serves device buffers on a communicator bound to a CUDA "
-                    "stream only");
+        WEFT__ERROR("%s: NCCL serves device buffers on a communicator bound to a CUDA "
+                    "stream only", weft__opkind_name(op->kind));
         return WEFT_ERR_ALGORITHM;
     }
     return WEFT_INPROGRESS;
@@ -179,22 +179,28 @@ static void nccl_cleanup(weft__op_t *op)
     if (so == NULL || so->path != PATH_NCCL || so->nccl_ok) return;
     /* Timed out or failed: a kernel may be stuck on the GPU; abort the NCCL
      * communicator so it returns (the comm's sticky error is set by the engine). */
-    WEFT__ERROR("allreduce: NCCL operation on comm %d failed or timed out; aborting its NCCL "
-                "communicator", op->comm->id);
+    WEFT__ERROR("%s: NCCL operation on comm %d failed or timed out; aborting its NCCL "
+                "communicator", weft__opkind_name(op->kind), op->comm->id);
     weft__nccl_backend()->abort(so->nccl);
 }
 
 /* Registered in lib/coll/algos.c: the override (weft_comm_set_algo,
- * WEFT_ALLREDUCE_ALGO=nccl, tuning rules) names it like any other algorithm. */
-const weft__algo_impl_t weft__allreduce_nccl_impl = {
-    .id = WEFT_ALGO_NCCL,
-    .kind = WEFT__OP_ALLREDUCE,
-    .cost = NULL, /* never picked by the host cost model */
-    .supports = NULL,
-    .start = nccl_start,
-    .step = nccl_step,
-    .cleanup = nccl_cleanup,
-};
+ * WEFT_<COLL>_ALGO=nccl, tuning rules) names them like any other algorithm.
+ * Never picked by the host cost model (no cost). */
+#define NCCL_IMPL(coll_, KIND)                                                 \
+    const weft__algo_impl_t weft__##coll_##_nccl_impl = {                      \
+        .id = WEFT_ALGO_NCCL,                                                  \
+        .kind = KIND,                                                          \
+        .cost = NULL,                                                          \
+        .supports = NULL,                                                      \
+        .start = nccl_start,                                                   \
+        .step = nccl_step,                                                     \
+        .cleanup = nccl_cleanup,                                               \
+    }
+NCCL_IMPL(allreduce, WEFT__OP_ALLREDUCE);
+NCCL_IMPL(reduce_scatter, WEFT__OP_REDUCE_SCATTER);
+NCCL_IMPL(allgather, WEFT__OP_ALLGATHER);
+NCCL_IMPL(bcast, WEFT__OP_BCAST);
 
 /* ---- communicators ------------------------------------------------------------- */
 static bool stream_ready(weft__op_t *op)
@@ -349,7 +355,8 @@ weft_status_t weft__stream_prepare(weft__op_t *op)
             /* Selection chooses NCCL only where it runs, or when it was forced
              * on the communicator: that cannot be served here. */
             if (cs->nccl == NULL || !weft__nccl_backend()->supports(op->dtype, op->rop)) {
-                WEFT__ERROR("allreduce: NCCL forced on comm %d but not available", c->id);
+                WEFT__ERROR("%s: NCCL forced on comm %d but not available",
+                            weft__opkind_name(op->kind), c->id);
                 return WEFT_ERR_UNSUPPORTED;
             }
             path = PATH_NCCL;
@@ -441,8 +448,9 @@ weft_status_t weft__stream_issue(weft__op_t *op, int blocking)
     atomic_fetch_add_explicit(&so->refs, 1, memory_order_relaxed);
     weft__flag_t *last;
     if (so->path == PATH_NCCL) {
-        WEFT__CHECK(weft__nccl_backend()->allreduce(so->nccl, op->sendbuf, op->recvbuf, op->count,
-                                                    op->dtype, op->rop, s));
+        WEFT__CHECK(weft__nccl_backend()->coll(so->nccl, (weft_coll_t)op->kind, op->sendbuf,
+                                               op->recvbuf, op->count, op->dtype, op->rop,
+                                               op->root, s));
         last = so->kernel;
     } else {
         if (so->path == PATH_STAGED)

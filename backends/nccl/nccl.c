@@ -29,6 +29,20 @@ static weft_status_t nccl_error(ncclResult_t r, const char *call, const char *fi
     return WEFT_ERR_NCCL;
 }
 
+static weft_status_t cuda_rt_error(cudaError_t e, const char *call, const char *file, int line)
+{
+    weft__log_write(WEFT__LOG_ERROR, file, line, "%s failed: %s (%d)", call,
+                    cudaGetErrorString(e), (int)e);
+    return WEFT_ERR_CUDA;
+}
+
+#define WEFT__CUDA_RT_CHECK(call)                                                \
+    do {                                                                        \
+        cudaError_t weft__e = (call);                                           \
+        if (WEFT__UNLIKELY(weft__e != cudaSuccess))                             \
+            return cuda_rt_error(weft__e, #call, __FILE__, __LINE__);           \
+    } while (0)
+
 #define WEFT__NCCL_CHECK(call)                                                   \
     do {                                                                        \
         ncclResult_t weft__r = (call);                                          \
@@ -49,6 +63,7 @@ typedef struct nccl_state {
     ncclComm_t comm;
     _Atomic int aborted;
     int id;             /* the Weft comm's id, for logs */
+    int rank;           /* this rank in it */
 } nccl_state_t;
 
 /* Caller thread, collective over comm (weft_comm_create). */
@@ -66,6 +81,7 @@ static weft_status_t n_comm_open(struct weft__comm *c, void **out)
     nccl_state_t *ns = calloc(1, sizeof *ns);
     if (ns == NULL) return WEFT_ERR_NO_MEMORY;
     ns->id = comm->id;
+    ns->rank = comm->rank;
     if (comm->rank == 0) {
         ncclResult_t r = ncclGetUniqueId(&msg.id);
         msg.status = r == ncclSuccess ? 0 : (int)nccl_error(r, "ncclGetUniqueId", __FILE__, __LINE__);
@@ -147,16 +163,41 @@ static bool n_supports(weft_datatype_t dtype, weft_op_t op)
 }
 
 /* Caller thread (issue): enqueue on the stream, returns at once. */
-static weft_status_t n_allreduce(void *state, const void *sendbuf, void *recvbuf, size_t count,
-                                 weft_datatype_t dtype, weft_op_t op, struct weft_stream *s)
+static weft_status_t n_coll(void *state, weft_coll_t coll, const void *sendbuf, void *recvbuf,
+                            size_t count, weft_datatype_t dtype, weft_op_t op, int root,
+                            struct weft_stream *s)
 {
     nccl_state_t *ns = state;
     ncclDataType_t t;
     ncclRedOp_t o;
+    cudaStream_t cs = (cudaStream_t)s->handle;
     if (!n_dtype(dtype, &t) || !n_op(op, &o)) return WEFT_ERR_DATATYPE;
     if (atomic_load_explicit(&ns->aborted, memory_order_acquire)) return WEFT_ERR_COMM_BROKEN;
-    WEFT__NCCL_CHECK(ncclAllReduce(sendbuf, recvbuf, count, t, o, ns->comm, (cudaStream_t)s->handle));
-    return WEFT_SUCCESS;
+    switch (coll) {
+    case WEFT_COLL_ALLREDUCE:
+        WEFT__NCCL_CHECK(ncclAllReduce(sendbuf, recvbuf, count, t, o, ns->comm, cs));
+        return WEFT_SUCCESS;
+    case WEFT_COLL_BCAST:
+        WEFT__NCCL_CHECK(ncclBroadcast(sendbuf, recvbuf, count, t, root, ns->comm, cs));
+        return WEFT_SUCCESS;
+    case WEFT_COLL_ALLGATHER: /* Weft's in place (own block at rank) is NCCL's */
+        WEFT__NCCL_CHECK(ncclAllGather(sendbuf, recvbuf, count, t, ns->comm, cs));
+        return WEFT_SUCCESS;
+    case WEFT_COLL_REDUCE_SCATTER:
+        if (sendbuf == recvbuf && ns->rank != 0) {
+            /* Weft's in place (the result at the start) is not NCCL's (the
+             * result at the rank's block): reduce in NCCL's, then move it. */
+            const size_t bytes = count * weft_datatype_size(dtype);
+            char *own = (char *)recvbuf + (size_t)ns->rank * bytes;
+            WEFT__NCCL_CHECK(ncclReduceScatter(sendbuf, own, count, t, o, ns->comm, cs));
+            WEFT__CUDA_RT_CHECK(cudaMemcpyAsync(recvbuf, own, bytes, cudaMemcpyDeviceToDevice, cs));
+            return WEFT_SUCCESS;
+        }
+        WEFT__NCCL_CHECK(ncclReduceScatter(sendbuf, recvbuf, count, t, o, ns->comm, cs));
+        return WEFT_SUCCESS;
+    default:
+        return WEFT_ERR_UNSUPPORTED;
+    }
 }
 
 /* Engine side: polled while an op is in flight. */
@@ -192,7 +233,7 @@ const weft__nccl_backend_t weft__nccl_backend_impl = {
     .comm_open = n_comm_open,
     .comm_close = n_comm_close,
     .supports = n_supports,
-    .allreduce = n_allreduce,
+    .coll = n_coll,
     .async_error = n_async_error,
     .abort = n_abort,
 };

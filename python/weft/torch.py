@@ -21,8 +21,8 @@ raises WeftError WEFT_ERR_UNSUPPORTED (use gloo for it).
 
 CPU tensors, and CUDA tensors. allreduce, broadcast, allgather,
 reduce_scatter and even alltoall of CUDA tensors run on a Weft communicator
-bound to the tensor's current CUDA stream (NCCL for large allreduces, host
-transfer otherwise): they are ordered on that stream, and the calling thread
+bound to the tensor's current CUDA stream (NCCL for large ones but alltoall,
+host transfer otherwise): they are ordered on that stream, and the calling thread
 does not wait. reduce, gather, scatter, uneven alltoall, send and recv (and
 every collective where this libweft has no usable CUDA) take CUDA tensors
 through host copies: the calling thread waits for the copy to the host, and

@@ -74,9 +74,18 @@ out:
 /* The other collectives on device buffers (host transfer through pinned
  * staging): each blocking and nonblocking, against MPI's collective on host
  * copies of the same inputs. Blocks the output must overwrite start as -1. */
-enum { K_BCAST, K_ALLGATHER, K_ALLGATHER_IN_PLACE, K_REDUCE_SCATTER, K_ALLTOALL, K_COUNT };
-static const char *const kind_name[K_COUNT] = {"bcast", "allgather", "allgather in place",
-                                               "reduce_scatter", "alltoall"};
+enum {
+    K_BCAST,
+    K_ALLGATHER,
+    K_ALLGATHER_IN_PLACE,
+    K_REDUCE_SCATTER,
+    K_REDUCE_SCATTER_IN_PLACE,
+    K_ALLTOALL,
+    K_COUNT
+};
+static const char *const kind_name[K_COUNT] = {"bcast",          "allgather",
+                                               "allgather in place", "reduce_scatter",
+                                               "reduce_scatter in place", "alltoall"};
 
 static weft_status_t issue_coll(int kind, float *d_in, float *d_out, size_t n, int root,
                                 weft_comm_t c, weft_request_t *req)
@@ -92,8 +101,11 @@ static weft_status_t issue_coll(int kind, float *d_in, float *d_out, size_t n, i
                    : weft_allgather(in, d_out, n, WEFT_FLOAT32, c);
     }
     case K_REDUCE_SCATTER:
-        return req ? weft_ireduce_scatter(d_in, d_out, n, WEFT_FLOAT32, WEFT_SUM, c, req)
-                   : weft_reduce_scatter(d_in, d_out, n, WEFT_FLOAT32, WEFT_SUM, c);
+    case K_REDUCE_SCATTER_IN_PLACE: {
+        const void *in = kind == K_REDUCE_SCATTER ? (const void *)d_in : WEFT_IN_PLACE;
+        return req ? weft_ireduce_scatter(in, d_out, n, WEFT_FLOAT32, WEFT_SUM, c, req)
+                   : weft_reduce_scatter(in, d_out, n, WEFT_FLOAT32, WEFT_SUM, c);
+    }
     default:
         return req ? weft_ialltoall(d_in, d_out, n, WEFT_FLOAT32, c, req)
                    : weft_alltoall(d_in, d_out, n, WEFT_FLOAT32, c);
@@ -106,6 +118,8 @@ static void run_device_coll(mt_ctx_t *t, weft_comm_t c, cudaStream_t cs, size_t 
     const size_t p = (size_t)t->size;
     const int root = t->size - 1;
     const size_t nin = kind == K_BCAST || kind == K_ALLGATHER ? n : n * p;
+    /* in place, reduce_scatter reads the whole vector from the output buffer
+     * and leaves its block at the start: nout counts what is compared */
     const size_t nout = kind == K_BCAST || kind == K_REDUCE_SCATTER ? n : n * p;
     char what[96];
     snprintf(what, sizeof what, "device %s%s, %zu elements", kind_name[kind],
@@ -135,6 +149,10 @@ static void run_device_coll(mt_ctx_t *t, weft_comm_t c, cudaStream_t cs, size_t 
     case K_REDUCE_SCATTER:
         MPI_Reduce_scatter_block(h_in, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
         break;
+    case K_REDUCE_SCATTER_IN_PLACE: /* the input in the output buffer; the rest is scratch */
+        memcpy(h_out, h_in, n * p * sizeof(float));
+        MPI_Reduce_scatter_block(h_in, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        break;
     default:
         MPI_Alltoall(h_in, (int)n, MPI_FLOAT, ref, (int)n, MPI_FLOAT, MPI_COMM_WORLD);
     }
@@ -152,7 +170,9 @@ static void run_device_coll(mt_ctx_t *t, weft_comm_t c, cudaStream_t cs, size_t 
     }
     CK(cudaMemcpyAsync(h_out, d_out, nout * sizeof(float), cudaMemcpyDeviceToHost, cs));
     CK(cudaStreamSynchronize(cs));
-    mt_compare(t, h_out, ref, nout, WEFT_FLOAT32, 1e-6, what);
+    /* reduce_scatter in place: only the block at the start is the result */
+    mt_compare(t, h_out, ref, kind == K_REDUCE_SCATTER_IN_PLACE ? n : nout, WEFT_FLOAT32, 1e-6,
+               what);
 out:
     cudaFree(d_in);
     cudaFree(d_out);

@@ -415,9 +415,17 @@ static void test_bcast(mt_ctx_t *t, size_t n)
  * the result is compared after synchronize with MPI's collective on the same
  * values. With WEFT_STREAM_STAGE=1 this is the path device buffers take
  * (staging copies in stream order, the in-place form on the staging). */
-enum { C_ALLGATHER, C_ALLGATHER_IN_PLACE, C_REDUCE_SCATTER, C_ALLTOALL, C_COUNT };
+enum {
+    C_ALLGATHER,
+    C_ALLGATHER_IN_PLACE,
+    C_REDUCE_SCATTER,
+    C_REDUCE_SCATTER_IN_PLACE,
+    C_ALLTOALL,
+    C_COUNT
+};
 static const char *const coll_name[C_COUNT] = {"allgather", "allgather in place",
-                                               "reduce_scatter", "alltoall"};
+                                               "reduce_scatter", "reduce_scatter in place",
+                                               "alltoall"};
 
 static weft_status_t issue_other(int kind, const int32_t *in, int32_t *out, size_t n,
                                  weft_comm_t c, weft_request_t *req)
@@ -430,8 +438,11 @@ static weft_status_t issue_other(int kind, const int32_t *in, int32_t *out, size
                    : weft_allgather(src, out, n, WEFT_INT32, c);
     }
     case C_REDUCE_SCATTER:
-        return req ? weft_ireduce_scatter(in, out, n, WEFT_INT32, WEFT_SUM, c, req)
-                   : weft_reduce_scatter(in, out, n, WEFT_INT32, WEFT_SUM, c);
+    case C_REDUCE_SCATTER_IN_PLACE: {
+        const void *src = kind == C_REDUCE_SCATTER ? (const void *)in : WEFT_IN_PLACE;
+        return req ? weft_ireduce_scatter(src, out, n, WEFT_INT32, WEFT_SUM, c, req)
+                   : weft_reduce_scatter(src, out, n, WEFT_INT32, WEFT_SUM, c);
+    }
     default:
         return req ? weft_ialltoall(in, out, n, WEFT_INT32, c, req)
                    : weft_alltoall(in, out, n, WEFT_INT32, c);
@@ -461,7 +472,10 @@ static void test_other_colls(mt_ctx_t *t, size_t n)
             fill_t f = {in, nin, t->rank, kind + 10 * nb, 20};
             int32_t *own = out + r * n; /* in place: own block written into the output */
             fill_t fo = {own, n, t->rank, kind + 10 * nb, 20};
-            if (kind == C_ALLGATHER_IN_PLACE) {
+            fill_t fr = {out, n * p, t->rank, kind + 10 * nb, 20}; /* the whole input */
+            if (kind == C_REDUCE_SCATTER_IN_PLACE) {
+                MT_STATUS(t, weft_stream_enqueue(s, fill_task, &fr), WEFT_SUCCESS, "fill out");
+            } else if (kind == C_ALLGATHER_IN_PLACE) {
                 /* value(rank, iter, i) over the own block, as vals[r*n + i] */
                 for (size_t i = 0; i < n; i++) vals[r * n + i] = value(t->rank, kind + 10 * nb, i);
                 MT_STATUS(t, weft_stream_enqueue(s, fill_task, &fo), WEFT_SUCCESS, "fill own");
@@ -477,6 +491,7 @@ static void test_other_colls(mt_ctx_t *t, size_t n)
                               MPI_COMM_WORLD);
                 break;
             case C_REDUCE_SCATTER:
+            case C_REDUCE_SCATTER_IN_PLACE:
                 MPI_Reduce_scatter_block(vals, ref, (int)n, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
                 break;
             default:
@@ -493,8 +508,10 @@ static void test_other_colls(mt_ctx_t *t, size_t n)
                 MT_STATUS(t, issue_other(kind, in, out, n, c, NULL), WEFT_SUCCESS, what);
             }
             MT_STATUS(t, weft_stream_synchronize(s), WEFT_SUCCESS, "synchronize");
+            /* reduce_scatter in place: only the block at the start is the result */
+            const size_t ncmp = kind == C_REDUCE_SCATTER_IN_PLACE ? n : nout;
             long bad = 0;
-            for (size_t i = 0; i < nout; i++) bad += out[i] != ref[i];
+            for (size_t i = 0; i < ncmp; i++) bad += out[i] != ref[i];
             MT_CHECK(t, bad == 0, "%s, %zu elements: %ld wrong", what, n, bad);
             free(in), free(out), free(ref), free(vals);
         }

@@ -269,6 +269,21 @@ START_TEST(explain_device_rule)
                                           WEFT__MEM_DEVICE, &ex), WEFT_ALGO_NCCL);
     ck_assert_int_eq(ex.source, WEFT__SELECT_COMM);
     ck_assert_int_eq(ex.replaced, WEFT_ALGO_AUTO);
+    /* the device rule for the other collectives NCCL serves; never alltoall */
+    sc.forced = WEFT_ALGO_AUTO;
+    const weft_coll_t nc[] = {WEFT_COLL_BCAST, WEFT_COLL_ALLGATHER, WEFT_COLL_REDUCE_SCATTER};
+    for (size_t i = 0; i < sizeof nc / sizeof nc[0]; i++) {
+        ck_assert_int_eq(weft__select_explain(&sc, nc[i], big, WEFT_FLOAT32, WEFT_SUM,
+                                              WEFT__MEM_DEVICE, &ex), WEFT_ALGO_NCCL);
+        ck_assert_int_eq(ex.source, WEFT__SELECT_DEVICE);
+        ck_assert_int_ne(weft__select_explain(&sc, nc[i], small, WEFT_FLOAT32, WEFT_SUM,
+                                              WEFT__MEM_DEVICE, NULL), WEFT_ALGO_NCCL);
+        ck_assert_int_ne(weft__select_explain(&sc, nc[i], big, WEFT_FLOAT32, WEFT_SUM,
+                                              WEFT__MEM_HOST, NULL), WEFT_ALGO_NCCL);
+        ck_assert_ptr_nonnull(weft__algo_impl(nc[i], WEFT_ALGO_NCCL));
+    }
+    ck_assert_int_ne(weft__select_explain(&sc, WEFT_COLL_ALLTOALL, big, WEFT_FLOAT32, WEFT_SUM,
+                                          WEFT__MEM_DEVICE, NULL), WEFT_ALGO_NCCL);
 }
 END_TEST
 
