@@ -36,10 +36,11 @@ fi
 # NCCL: the system's if the loader finds it, else the Python environment's
 if ! ldconfig -p | grep -q 'libnccl.so.2 '; then
     nd=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0] + "/lib")' 2>/dev/null)
-    [ -n "$nd" ] && [ -e "$nd/libnccl.so.2" ] && export LD_LIBRARY_PATH=$nd:$LD_LIBRARY_PATH
+    [ -n "$nd" ] && [ -e "$nd/libnccl.so.2" ] &&
+        export LD_LIBRARY_PATH=$nd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
-    [ -d "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$d
+    [ -d "$d" ] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
 done
 export WEFT_TIMEOUT=60
 # the whole run's budget: a step that would start after it is reported, not run
@@ -82,14 +83,16 @@ torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")' 2>&1
 grep -E 'GPU 0|nccl|torch' "$LOG" | tee -a "$SUM"
 
 for n in 1 2; do
-    step "cuda-n$n-default" 90 WEFT_LOG_LEVEL=3 NCCL_DEBUG=VERSION -- "${MPIEXEC[@]}" -n $n "$B/tests/mpi/mpi_cuda"
+    step "cuda-n$n-default" 90 WEFT_LOG_LEVEL=3 NCCL_DEBUG=VERSION -- \
+        "${MPIEXEC[@]}" -n $n "$B/tests/mpi/mpi_cuda"
     step "cuda-n$n-events" 90 WEFT_LOG_LEVEL=3 WEFT_CUDA_MEMOPS=0 -- \
         "${MPIEXEC[@]}" -n $n "$B/tests/mpi/mpi_cuda"
     step "cuda-n$n-nonccl" 90 WEFT_NCCL_MIN_BYTES=9223372036854775807 -- \
         "${MPIEXEC[@]}" -n $n "$B/tests/mpi/mpi_cuda"
 done
 grep -m1 -o 'NCCL version [^ ]*' "$LOG" | tee -a "$SUM"
-grep -E '^\[weft .*(CUDA|NCCL)' "$LOG" | sed 's/rank [0-9]*/rank R/' | sort | uniq -c | head -20 | tee -a "$SUM"
+grep -E '^\[weft .*(CUDA|NCCL)' "$LOG" | sed 's/rank [0-9]*/rank R/' | sort | uniq -c | head -20 |
+    tee -a "$SUM"
 for n in 1 2 3 4; do
     step "stream-n$n-default" 60 -- "${MPIEXEC[@]}" -n $n "$B/tests/mpi/mpi_stream"
     step "stream-n$n-rd" 60 WEFT_ALLREDUCE_ALGO=recursive_doubling -- \

@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 dir=${1:-build-tsan}
 rm -rf "$dir"
 meson setup "$dir" -Db_sanitize=thread -Dbuildtype=debugoptimized -Dloom=false >/dev/null
-ninja -C "$dir" -j"$(nproc)" tests/mpi/mpi_inflight tests/mpi/mpi_allreduce tests/mpi/mpi_errors tests/mpi/mpi_embed tests/mpi/mpi_handles \
-  tests/mpi/mpi_stream
+ninja -C "$dir" -j"$(nproc)" tests/mpi/mpi_inflight tests/mpi/mpi_allreduce tests/mpi/mpi_errors \
+  tests/mpi/mpi_embed tests/mpi/mpi_handles tests/mpi/mpi_stream
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 report_signal_unsafe=0"
 fail=0
