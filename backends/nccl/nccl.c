@@ -29,20 +29,6 @@ static weft_status_t nccl_error(ncclResult_t r, const char *call, const char *fi
     return WEFT_ERR_NCCL;
 }
 
-static weft_status_t cuda_rt_error(cudaError_t e, const char *call, const char *file, int line)
-{
-    weft__log_write(WEFT__LOG_ERROR, file, line, "%s failed: %s (%d)", call,
-                    cudaGetErrorString(e), (int)e);
-    return WEFT_ERR_CUDA;
-}
-
-#define WEFT__CUDA_RT_CHECK(call)                                                \
-    do {                                                                        \
-        cudaError_t weft__e = (call);                                           \
-        if (WEFT__UNLIKELY(weft__e != cudaSuccess))                             \
-            return cuda_rt_error(weft__e, #call, __FILE__, __LINE__);           \
-    } while (0)
-
 #define WEFT__NCCL_CHECK(call)                                                   \
     do {                                                                        \
         ncclResult_t weft__r = (call);                                          \
@@ -190,8 +176,7 @@ static weft_status_t n_coll(void *state, weft_coll_t coll, const void *sendbuf, 
             const size_t bytes = count * weft_datatype_size(dtype);
             char *own = (char *)recvbuf + (size_t)ns->rank * bytes;
             WEFT__NCCL_CHECK(ncclReduceScatter(sendbuf, own, count, t, o, ns->comm, cs));
-            WEFT__CUDA_RT_CHECK(cudaMemcpyAsync(recvbuf, own, bytes, cudaMemcpyDeviceToDevice, cs));
-            return WEFT_SUCCESS;
+            return s->dev->copy(s, recvbuf, own, bytes); /* in stream order, after it */
         }
         WEFT__NCCL_CHECK(ncclReduceScatter(sendbuf, recvbuf, count, t, o, ns->comm, cs));
         return WEFT_SUCCESS;
