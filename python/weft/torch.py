@@ -398,16 +398,12 @@ class WeftBackend(_backend_base()):
     def broadcast(self, tensors, opts):
         root = opts.rootRank
         comm, dev = self._comm_for(tensors)
-        if dev:
-            if comm is None:
-                return self._via_host(self.broadcast, tensors, opts)
+        if dev and comm is None:
+            return self._via_host(self.broadcast, tensors, opts)
+        if dev or _sync(opts):
             for t in tensors:
                 comm.bcast(t, root=root)
-            return self._cuda_done(tensors)
-        if _sync(opts):
-            for t in tensors:
-                comm.bcast(t, root=root)
-            return _done_work(tensors)
+            return self._cuda_done(tensors) if dev else _done_work(tensors)
         return _work([comm.ibcast(t, root=root) for t in tensors], tensors)
 
     def reduce(self, tensors, opts):
