@@ -190,7 +190,7 @@ WEFT_EXPORT int weft_initialized(void);
  * communicator's handle, or one from before a weft_finalize, is recognised
  * (WEFT_ERR_INVALID_COMM) by every function that takes one.
  * Creation from an MPI_Comm: weft_comm_create in weft_mpi.h; without mpi.h:
- * weft_comm_world, weft_comm_create_f, weft_comm_split below.
+ * weft_comm_world, weft_comm_create_f, weft_comm_split, weft_comm_create_group below.
  */
 /**
  * Options of communicator creation, extensible: set `size` to
@@ -232,6 +232,22 @@ WEFT_EXPORT weft_status_t weft_comm_create_f(int fortran_comm, weft_stream_t str
  */
 WEFT_EXPORT weft_status_t weft_comm_split(weft_comm_t comm, int color, int key,
                                           weft_stream_t stream, weft_comm_t *newcomm);
+/**
+ * A communicator of the n ranks of comm listed in `ranks` (ranks in comm,
+ * distinct), numbered in the list's order, over comm's transport, bound to
+ * `stream`: MPI_Comm_create_group. Collective over the listed ranks only,
+ * which must all pass the same list: the other ranks of comm take no part
+ * and may go on using comm meanwhile (what a framework needs when only a
+ * group's members create it, as torch.distributed does). Waits for this
+ * rank's operations in flight on comm first. A list with a rank out of
+ * range or twice, or without the calling rank, is refused on the calling
+ * rank (WEFT_ERR_INVALID_ARG; every member sees the same list, so every
+ * member refuses it). Members that pass different lists are in error, as in
+ * MPI (the call may hang).
+ * Thread: any, not concurrently with other calls on comm from this rank.
+ */
+WEFT_EXPORT weft_status_t weft_comm_create_group(weft_comm_t comm, const int *ranks, int n,
+                                                 weft_stream_t stream, weft_comm_t *newcomm);
 /**
  * Destroy a communicator: waits for the operations issued on it, then frees
  * it. Collective over the communicator. Thread: any, not concurrently with

@@ -244,6 +244,59 @@ out:
     return st;
 }
 
+/* Is `ranks` n distinct ranks of c that include c's own? Logs why not. */
+static bool group_list_ok(const weft__comm_t *c, const int *ranks, int n)
+{
+    if (ranks == NULL || n < 1 || n > c->size) {
+        WEFT__ERROR("weft_comm_create_group: %d ranks listed (%s) of a communicator of %d", n,
+                    ranks == NULL ? "ranks is NULL" : "must be 1 to the size", c->size);
+        return false;
+    }
+    unsigned char *seen = calloc((size_t)c->size, 1);
+    if (seen == NULL) return false;
+    bool ok = true, mine = false;
+    for (int i = 0; i < n && ok; i++) {
+        const int q = ranks[i];
+        if (q < 0 || q >= c->size || seen[q]) {
+            WEFT__ERROR("weft_comm_create_group: ranks[%d] = %d is %s", i, q,
+                        q < 0 || q >= c->size ? "not a rank of the communicator" : "listed twice");
+            ok = false;
+        } else {
+            seen[q] = 1;
+            mine |= q == c->rank;
+        }
+    }
+    free(seen);
+    if (ok && !mine)
+        WEFT__ERROR("weft_comm_create_group: rank %d is not in the list (only the members call)",
+                    c->rank);
+    return ok && mine;
+}
+
+weft_status_t weft_comm_create_group(weft_comm_t comm, const int *ranks, int n,
+                                     weft_stream_t stream, weft_comm_t *newcomm)
+{
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    /* Refused here alone: the other members see the same list and refuse
+     * it too, and the ranks outside the list never wait for this one. */
+    if (newcomm == NULL) {
+        WEFT__ERROR("weft_comm_create_group: newcomm is NULL");
+        return WEFT_ERR_INVALID_ARG;
+    }
+    if (!group_list_ok(c, ranks, n)) return WEFT_ERR_INVALID_ARG;
+    /* The MPI call below is on c's MPI duplicate, which the engine also
+     * issues MPI collectives on (the mpi algorithm): none of this rank's
+     * may be in flight beside it. */
+    drain(c);
+    weft__ctl_t *sub = NULL;
+    WEFT__CHECK(weft__ctl_create_group(c->ctl, ranks, n, &sub));
+    weft_comm_t made = NULL;
+    weft_status_t st = weft__comm_create(sub, stream, weft__transport_id(c->tp), &made);
+    if (st == WEFT_SUCCESS) *newcomm = made;
+    return st;
+}
+
 static void free_one(void *c, void *unused)
 {
     WEFT__UNUSED(unused);

@@ -75,6 +75,9 @@ weft_status_t weft__ctl_recv(weft__ctl_t *ctl, void *buf, size_t bytes, int peer
 weft_status_t weft__ctl_dup(weft__ctl_t *ctl, weft__ctl_t **out);
 /** MPI_Comm_split: color < 0 joins none (*out = NULL). */
 weft_status_t weft__ctl_split(weft__ctl_t *ctl, int color, int key, weft__ctl_t **out);
+/** MPI_Comm_create_group: the n ranks of ctl listed in ranks (in that
+ * order, this rank among them). Collective over those ranks only. */
+weft_status_t weft__ctl_create_group(weft__ctl_t *ctl, const int *ranks, int n, weft__ctl_t **out);
 /** The ranks of ctl that share this rank's node (shared memory), in ctl's order. */
 weft_status_t weft__ctl_split_node(weft__ctl_t *ctl, weft__ctl_t **out);
 /** Free a channel made by dup/split (NULL and the world's: no-op); *ctl = NULL.

@@ -94,6 +94,29 @@ weft_status_t weft__ctl_split(weft__ctl_t *ctl, int color, int key, weft__ctl_t 
     return wrap(s, out);
 }
 
+weft_status_t weft__ctl_create_group(weft__ctl_t *ctl, const int *ranks, int n, weft__ctl_t **out)
+{
+    /* The tag tells this creation from another on the same channel at once
+     * (MPI requires distinct tags only for concurrent creations by threads
+     * of one process; Weft's callers create one at a time per comm). */
+    enum { GROUP_TAG = 0x57 };
+    MPI_Group all = MPI_GROUP_NULL, sub = MPI_GROUP_NULL;
+    MPI_Comm s = MPI_COMM_NULL;
+    weft_status_t st = WEFT_SUCCESS;
+    WEFT__MPI_CHECK(MPI_Comm_group(ctl->comm, &all));
+    WEFT__MPI_CHECK_GOTO(MPI_Group_incl(all, n, ranks, &sub), st, out);
+    WEFT__MPI_CHECK_GOTO(MPI_Comm_create_group(ctl->comm, sub, GROUP_TAG, &s), st, out);
+    st = wrap(s, out);
+out:
+    if (sub != MPI_GROUP_NULL) {
+        int rc = MPI_Group_free(&sub);
+        if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Group_free", __FILE__, __LINE__);
+    }
+    int rc = MPI_Group_free(&all);
+    if (rc != MPI_SUCCESS) weft__mpi_error(rc, "MPI_Group_free", __FILE__, __LINE__);
+    return st;
+}
+
 weft_status_t weft__ctl_split_node(weft__ctl_t *ctl, weft__ctl_t **out)
 {
     MPI_Comm s = MPI_COMM_NULL;

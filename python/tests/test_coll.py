@@ -257,6 +257,31 @@ def test_split(comm):
     assert (none is None) == (r != 0)
 
 
+def test_create_group(comm):
+    p, r = comm.size, comm.rank
+    # the even ranks in reverse order, the odd ranks in order, each group made
+    # by its members alone and at the same time as the other
+    members = sorted((q for q in range(p) if q % 2 == 0), reverse=True) if r % 2 == 0 \
+        else [q for q in range(p) if q % 2 == 1]
+    g = comm.create_group(members)
+    x = np.array([r + 1], dtype=np.int64)
+    g.allreduce(x)
+    order = np.zeros(g.size, dtype=np.int32)
+    g.allgather(np.array([r], dtype=np.int32), order)
+    g_size, g_rank = g.size, g.rank
+    g.free()
+    bad = []
+    for lst in ([r, r], [r, p], [(r + 1) % p] if p > 1 else [-1], "x"):
+        with pytest.raises(weft.WeftError) as ei:
+            comm.create_group(lst)
+        bad.append(ei.value.status)
+    assert g_size == len(members)
+    assert g_rank == members.index(r)
+    assert x[0] == sum(q + 1 for q in members)
+    assert list(order) == members
+    assert bad == [weft.ERR_INVALID_ARG] * 4
+
+
 def test_from_mpi4py(comm):
     MPI = pytest.importorskip("mpi4py.MPI", reason="mpi4py not installed")
     c = weft.Comm.from_mpi4py(MPI.COMM_WORLD)

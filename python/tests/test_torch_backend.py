@@ -255,6 +255,40 @@ def test_object_utilities():
     assert lst == [0, "x"]
 
 
+def test_subgroups():
+    # groups of some of the ranks: the even and the odd ranks (made by every
+    # rank, torch's default), and the last rank alone, made by its member
+    # only (use_local_synchronization); each group's collectives run at the
+    # same time as the other's and are checked against float64 sums.
+    r, p = rk()
+    evens = list(range(0, p, 2))
+    odds = list(range(1, p, 2))
+    ge = dist.new_group(evens)
+    go = dist.new_group(odds) if odds else None
+    mine, members = (ge, evens) if r % 2 == 0 else (go, odds)
+    t = vals(r)
+    dist.all_reduce(t, group=mine)
+    want = sum(vals(q) for q in members)
+    got = [torch.zeros(1, dtype=torch.int64) for _ in members]
+    dist.all_gather(got, torch.tensor([r]), group=mine)
+    b = torch.tensor([float(r)])
+    dist.broadcast(b, src=members[-1], group=mine)
+    sizes = (dist.get_world_size(mine), dist.get_rank(mine))
+    last = None
+    if r == p - 1:
+        alone = dist.new_group([r], use_local_synchronization=True)
+        last = torch.full((3,), 7.0)
+        dist.all_reduce(last, group=alone)
+    dist.barrier()
+    dist.all_reduce(torch.ones(1))  # the world group is still in step
+    assert torch.equal(t, want)
+    assert [int(x) for x in got] == members
+    assert float(b) == float(members[-1])
+    assert sizes == (len(members), members.index(r))
+    if last is not None:
+        assert torch.equal(last, torch.full((3,), 7.0))
+
+
 def test_errors_raise():
     r, p = rk()
     comm = wt.world_comm()

@@ -173,6 +173,22 @@ class Comm:
                "weft_comm_split")
         return Comm(h.value) if h.value else None
 
+    def create_group(self, ranks):
+        """As MPI_Comm_create_group: a new Comm of the listed ranks of this one,
+        numbered in the list's order. Collective over those ranks only (each
+        passes the same list, this rank among them); the other ranks take no
+        part. A bad list raises WeftError ERR_INVALID_ARG."""
+        try:
+            lst = [int(q) for q in ranks]
+        except (TypeError, ValueError):
+            raise WeftError(ERR_INVALID_ARG, "create_group: ranks must be a list of ints, "
+                            "not %r" % (ranks,)) from None
+        arr = (_lib.I * max(1, len(lst)))(*lst)
+        h = _lib.c_comm()
+        _check(_lib.weft_comm_create_group(self._h, arr, len(lst), None, _byref(h)),
+               "weft_comm_create_group")
+        return Comm(h.value)
+
     def free(self):
         """Destroy the communicator (waits for its operations). Collective."""
         if self._h:

@@ -118,6 +118,8 @@ _PROTOTYPES = {
     "weft_comm_create_f": (c_status, [I, c_stream, ctypes.POINTER(CommParams),
                                       ctypes.POINTER(c_comm)]),
     "weft_comm_split": (c_status, [c_comm, I, I, c_stream, ctypes.POINTER(c_comm)]),
+    "weft_comm_create_group": (c_status, [c_comm, ctypes.POINTER(I), I, c_stream,
+                                          ctypes.POINTER(c_comm)]),
     "weft_comm_destroy": (c_status, [c_comm]),
     "weft_comm_rank": (c_status, [c_comm, ctypes.POINTER(I)]),
     "weft_comm_size": (c_status, [c_comm, ctypes.POINTER(I)]),

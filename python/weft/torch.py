@@ -16,8 +16,8 @@ What the backend serves: allreduce (sum, avg, min, max, product, band,
 bor, bxor), broadcast, reduce, allgather (list and into-tensor),
 reduce_scatter (list and tensor), alltoall (list and single, even and
 uneven splits), gather, scatter, barrier, send, recv, allreduce_coalesced.
-Groups: the world and new_group(ranks) over every rank; a proper subset
-raises WeftError WEFT_ERR_UNSUPPORTED (use gloo for it).
+Groups: the world and new_group(ranks) over any ranks, each group on a Weft
+communicator of its own that its members alone create.
 
 CPU tensors, and CUDA tensors. allreduce, broadcast, allgather,
 reduce_scatter and even alltoall of CUDA tensors run on a Weft communicator
@@ -601,25 +601,28 @@ def _create(dist_opts, backend_opts):
     """The creator given to register_backend (extended API)."""
     rank = dist_opts.group_rank
     size = dist_opts.group_size
-    ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or range(size))
+    ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or [])
     world = world_comm()
+    if not ranks:  # a torch that does not say: only the whole world is known
+        if size != world.size:
+            raise WeftError(ERR_UNSUPPORTED, "weft backend: this torch does not give a group's "
+                            "ranks (global_ranks_in_group), so a group of %d of the %d ranks "
+                            "cannot be made: use gloo for it" % (size, world.size))
+        ranks = list(range(size))
     if max(ranks) >= world.size:
         raise WeftError(ERR_INVALID_ARG, "torch's group has ranks up to %d, Weft's (MPI's) world "
                         "%d ranks: launch with mpiexec -n N" % (max(ranks), world.size))
-    if sorted(ranks) != list(range(world.size)):
-        raise WeftError(ERR_UNSUPPORTED, "weft backend: a group of %d of the %d ranks; Weft "
-                        "makes groups by splitting the world, which needs every rank: use "
-                        "gloo for this group" % (len(ranks), world.size))
-    if rank != ranks.index(world.rank):
+    if world.rank not in ranks or rank != ranks.index(world.rank):
         raise WeftError(ERR_INVALID_ARG, "torch rank %d is Weft (MPI) rank %d: launch with "
                         "mpiexec and let weft.torch set RANK" % (rank, world.rank))
-    # A communicator of its own per group (collective over every rank, all
-    # members here): two groups' collectives, which torch lets ranks issue in
-    # different relative orders, never meet on one Weft communicator.
+    # A communicator of its own per group: two groups' collectives, which
+    # torch lets ranks issue in different relative orders, never meet on one
+    # Weft communicator. torch creates a group's backend on its members only,
+    # so a group is made by its members alone (weft_comm_create_group).
     if ranks == list(range(world.size)):
         comm = weft.Comm.world()
     else:
-        comm = world.split(0, ranks.index(world.rank))
+        comm = world.create_group(ranks)
     return WeftBackend(rank, size, comm)
 
 

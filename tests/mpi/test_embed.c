@@ -1,6 +1,7 @@
 /*
  * test_embed.c - the C ABI for embedders (no MPI handle needed): the world
- * communicator, creation from a Fortran handle, split, completion
+ * communicator, creation from a Fortran handle, split, groups made by their
+ * members alone, completion
  * callbacks on requests and completion records written to a pipe. Results are checked against MPI's own collectives.
  */
 #include <fcntl.h>
@@ -89,6 +90,82 @@ static void test_split(mt_ctx_t *t)
               "split with a bad color on one rank");
     MT_CHECK(t, bad == NULL, "refused split wrote newcomm");
     check_allreduce(t, t->comm, MPI_COMM_WORLD, t->rank, "after refused split");
+}
+
+/* Members of comm's ranks `list` (n of them, in that order) create their
+ * group with Weft and with MPI; each is checked against the other. */
+static void check_group(mt_ctx_t *t, const int *list, int n, const char *what)
+{
+    weft_comm_t g = (weft_comm_t)(intptr_t)1; /* must be overwritten */
+    if (!MT_STATUS(t, weft_comm_create_group(t->comm, list, n, NULL, &g), WEFT_SUCCESS, what))
+        return;
+    MPI_Group wg, sg;
+    MPI_Comm ref;
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    MPI_Group_incl(wg, n, list, &sg);
+    MPI_Comm_create_group(MPI_COMM_WORLD, sg, 5, &ref);
+    int r = -1, sz = -1, rr = -2, rn = -2;
+    weft_comm_rank(g, &r);
+    weft_comm_size(g, &sz);
+    MPI_Comm_rank(ref, &rr);
+    MPI_Comm_size(ref, &rn);
+    MT_CHECK(t, r == rr && sz == rn && sz == n, "%s: rank/size %d/%d, MPI %d/%d, list of %d", what,
+             r, sz, rr, rn, n);
+    /* Weft's rank order is the list's: gather the world ranks. */
+    int mine = t->rank, got[4] = {-1, -1, -1, -1};
+    MT_STATUS(t, weft_allgather(&mine, got, 1, WEFT_INT32, g), WEFT_SUCCESS, "group allgather");
+    for (int i = 0; i < n && i < 4; i++)
+        MT_CHECK(t, got[i] == list[i], "%s: group rank %d is world rank %d, want %d", what, i,
+                 got[i], list[i]);
+    check_allreduce(t, g, ref, t->rank, what);
+    MT_STATUS(t, weft_comm_destroy(g), WEFT_SUCCESS, "destroy group");
+    MPI_Comm_free(&ref);
+    MPI_Group_free(&sg);
+    MPI_Group_free(&wg);
+}
+
+static void test_create_group(mt_ctx_t *t)
+{
+    /* The even ranks in reverse order and the odd ranks in order, created at
+     * the same time by their members only: neither group's creation needs a
+     * rank of the other. */
+    int even[2], odd[2], ne = 0, no = 0;
+    for (int q = t->size - 1; q >= 0; q--)
+        if (q % 2 == 0 && ne < 2) even[ne++] = q;
+    for (int q = 1; q < t->size && no < 2; q += 2) odd[no++] = q;
+    if (t->rank % 2 == 0) check_group(t, even, ne, "even group");
+    else check_group(t, odd, no, "odd group");
+    /* The world communicator is unaffected and in step on every rank. */
+    check_allreduce(t, t->comm, MPI_COMM_WORLD, t->rank, "after groups");
+
+    /* A group of one rank, made while the others do nothing. */
+    if (t->rank == t->size - 1) {
+        int me = t->rank;
+        check_group(t, &me, 1, "group of one");
+    }
+
+    /* Bad lists: refused on the calling rank, before any MPI call. */
+    weft_comm_t g = NULL;
+    int self2[2] = {t->rank, t->rank}, far[2] = {t->rank, t->size}, neg[1] = {-1};
+    int other[1] = {(t->rank + 1) % t->size};
+    MT_STATUS(t, weft_comm_create_group(t->comm, self2, 2, NULL, &g), WEFT_ERR_INVALID_ARG,
+              "create_group: a rank twice");
+    MT_STATUS(t, weft_comm_create_group(t->comm, far, 2, NULL, &g), WEFT_ERR_INVALID_ARG,
+              "create_group: rank out of range");
+    MT_STATUS(t, weft_comm_create_group(t->comm, neg, 1, NULL, &g), WEFT_ERR_INVALID_ARG,
+              "create_group: negative rank");
+    MT_STATUS(t, weft_comm_create_group(t->comm, self2, 0, NULL, &g), WEFT_ERR_INVALID_ARG,
+              "create_group: no rank");
+    MT_STATUS(t, weft_comm_create_group(t->comm, NULL, 1, NULL, &g), WEFT_ERR_INVALID_ARG,
+              "create_group: ranks NULL");
+    MT_STATUS(t, weft_comm_create_group(t->comm, self2, 1, NULL, NULL), WEFT_ERR_INVALID_ARG,
+              "create_group: newcomm NULL");
+    if (t->size > 1)
+        MT_STATUS(t, weft_comm_create_group(t->comm, other, 1, NULL, &g), WEFT_ERR_INVALID_ARG,
+                  "create_group: calling rank not listed");
+    MT_CHECK(t, g == NULL, "refused create_group wrote newcomm");
+
+    check_allreduce(t, t->comm, MPI_COMM_WORLD, t->rank, "after refused groups");
 }
 
 typedef struct {
@@ -322,6 +399,7 @@ int main(int argc, char **argv)
     if (rc != 0) return rc;
     test_world(&t);
     test_split(&t);
+    test_create_group(&t);
     test_callbacks(&t);
     test_chain(&t);
     test_notify_fd(&t);
