@@ -245,6 +245,22 @@ def test_send_recv():
         assert torch.equal(got, torch.full((2,), float(peer)))
 
 
+def test_batch_isend_irecv():
+    # torch asks the backend whether it coalesces (supports_coalescing) first
+    r, p = rk()
+    if p == 1:
+        pytest.skip("send/recv need two ranks (torch refuses sending to oneself)")
+    right, left = (r + 1) % p, (r - 1) % p
+    got = [torch.zeros(3), torch.zeros(5, dtype=torch.int64)]
+    ops = [dist.P2POp(dist.irecv, got[0], left), dist.P2POp(dist.irecv, got[1], right),
+           dist.P2POp(dist.isend, torch.full((3,), float(r)), right),
+           dist.P2POp(dist.isend, torch.arange(5) * r, left)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    assert torch.equal(got[0], torch.full((3,), float(left)))
+    assert torch.equal(got[1], torch.arange(5) * right)
+
+
 def test_object_utilities():
     r, p = rk()
     objs = [None] * p

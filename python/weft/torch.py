@@ -279,6 +279,12 @@ class WeftBackend(_backend_base()):
         self._comm = comm
         self._cuda_comms = {}  # CUDA stream pointer -> Weft communicator bound to it
 
+    # Weft issues each operation as it comes (no NCCL-style coalescing
+    # window). Said here as a plain attribute: c10d's own property of that
+    # name asks the C++ side, which asks the Python object again, without
+    # end (batch_isend_irecv reads it first).
+    supports_coalescing = False
+
     def getBackendName(self):
         return BACKEND_NAME
 
