@@ -1,6 +1,6 @@
 """DistributedDataParallel on the weft backend trains like DDP on gloo, and
-like one process on the whole batch; weft.torch.allreduce_hook in a gloo job
-does too. Run under mpiexec -n 2 (any count works).
+like one process on the whole batch; so does FSDP2 (fully_shard) on the weft
+backend, and weft.torch.allreduce_hook in a gloo job. Run under mpiexec -n 2 (any count works).
 
 Tolerances: weft against gloo, relative 1e-6 (the same sums, possibly added
 in another order); DDP against the single-process reference, relative and
@@ -110,6 +110,34 @@ def test_ddp_cuda_matches_serial(groups):
     assert any(not torch.equal(a, b) for a, b in zip(p_cuda, start))  # it trained
     for a, b in zip(p_cuda, p_ref):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_fsdp2_matches_serial(groups):
+    # FSDP2 (fully_shard) on the CPU: parameters sharded over the ranks,
+    # gathered before each layer's forward and backward (all_gather_into_tensor),
+    # gradients reduce-scattered (reduce_scatter_tensor), on the weft group.
+    fsdp = pytest.importorskip("torch.distributed.fsdp")
+    if not hasattr(fsdp, "fully_shard"):
+        pytest.skip("this torch has no FSDP2 (torch.distributed.fsdp.fully_shard)")
+    from torch.distributed.device_mesh import init_device_mesh
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    model = initial_model()  # the same on every rank: fully_shard does not broadcast
+    for layer in (model.c1, model.c2, model.f1, model.f2):
+        fsdp.fully_shard(layer, mesh=mesh)
+    fsdp.fully_shard(model, mesh=mesh)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    for s in range(STEPS):
+        x, y = batch(s, dist.get_rank())
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    p_fsdp = [p.full_tensor().detach().clone() for p in model.parameters()]
+    p_ref = train_serial(dist.get_world_size())
+    start = [p.detach() for p in initial_model().parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(p_fsdp, start))  # it trained
+    for a, b in zip(p_fsdp, p_ref):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
 def test_comm_hook_in_gloo_job(groups):

@@ -245,6 +245,31 @@ def test_send_recv():
         assert torch.equal(got, torch.full((2,), float(peer)))
 
 
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # newer torch renames these
+def test_functional_collectives():
+    # torch's functional collectives (DTensor, FSDP2, torch.compile): they
+    # find the group by its name and call the coalesced forms
+    funcol = pytest.importorskip("torch.distributed._functional_collectives")
+    r, p = rk()
+    g = dist.group.WORLD
+    name = g.group_name
+    s = funcol.wait_tensor(funcol.all_reduce(vals(r), "sum", g))
+    ag = funcol.wait_tensor(funcol.all_gather_tensor(torch.tensor([float(r)]), 0, g))
+    rs = funcol.wait_tensor(funcol.reduce_scatter_tensor(torch.arange(2.0 * p), "sum", 0, g))
+    co = [funcol.wait_tensor(t) for t in funcol.all_gather_into_tensor_coalesced(
+        [torch.tensor([r]), torch.tensor([2.0 * r, 1.0])], g)]
+    rc = [funcol.wait_tensor(t) for t in funcol.reduce_scatter_tensor_coalesced(
+        [torch.ones(p), torch.arange(3.0 * p)], "sum", [0, 0], g)]
+    assert isinstance(name, str) and name
+    assert torch.equal(s, sum(vals(q) for q in range(p)))
+    assert torch.equal(ag, torch.arange(float(p)))
+    assert torch.equal(rs, torch.tensor([2.0 * r * p, (2.0 * r + 1) * p]))
+    assert torch.equal(co[0], torch.arange(p))
+    assert torch.equal(co[1], torch.tensor([[2.0 * q, 1.0] for q in range(p)]).reshape(-1))
+    assert torch.equal(rc[0], torch.full((1,), float(p)))
+    assert torch.equal(rc[1], torch.arange(3.0 * r, 3.0 * r + 3) * p)
+
+
 def test_batch_isend_irecv():
     # torch asks the backend whether it coalesces (supports_coalescing) first
     r, p = rk()

@@ -15,7 +15,9 @@ Weft and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
 What the backend serves: allreduce (sum, avg, min, max, product, band,
 bor, bxor), broadcast, reduce, allgather (list and into-tensor),
 reduce_scatter (list and tensor), alltoall (list and single, even and
-uneven splits), gather, scatter, barrier, send, recv, allreduce_coalesced.
+uneven splits), gather, scatter, barrier, send, recv (and batch_isend_irecv),
+allreduce_coalesced, and the coalesced into-tensor allgather and
+reduce_scatter that torch's functional collectives call (DTensor, FSDP2).
 Groups: the world and new_group(ranks) over any ranks, each group on a Weft
 communicator of its own that its members alone create.
 
@@ -271,7 +273,10 @@ def _backend_base():
     return _C10dBackend
 
 
-class WeftBackend(_backend_base()):
+_BASE = _backend_base()
+
+
+class WeftBackend(_BASE):
     """The torch.distributed backend over a Weft communicator."""
 
     def __init__(self, rank, size, comm):
@@ -284,6 +289,18 @@ class WeftBackend(_backend_base()):
     # name asks the C++ side, which asks the Python object again, without
     # end (batch_isend_irecv reads it first).
     supports_coalescing = False
+
+    if _BASE is dist.ProcessGroup:
+        # As a ProcessGroup (older torch), torch keeps the group's name in the
+        # backends registered on it, and this one has none: group_name would
+        # raise "ProcessGroup name not set" (DeviceMesh, functional
+        # collectives and DTensor read it). Kept here instead.
+        def _set_group_name(self, name):
+            self._weft_group_name = name
+
+        @property
+        def group_name(self):
+            return getattr(self, "_weft_group_name", "")
 
     def getBackendName(self):
         return BACKEND_NAME
@@ -462,6 +479,24 @@ class WeftBackend(_backend_base()):
 
     _allgather_base = all_gather_single
 
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        """all_gather_into_tensor of each (output, input) pair, as one Work:
+        torch's coalesced form (DTensor's full_tensor, FSDP)."""
+        outputs, inputs = list(outputs), list(inputs)
+        if len(outputs) != len(inputs):
+            raise WeftError(ERR_INVALID_ARG, "all_gather coalesced: %d outputs for %d inputs"
+                            % (len(outputs), len(inputs)))
+        comm, dev = self._comm_for(outputs + inputs)
+        if dev and comm is None:
+            return self._via_host(self.all_gather_single_coalesced, outputs, inputs, opts)
+        if dev or _sync(opts):
+            for out, inp in zip(outputs, inputs):
+                comm.allgather(inp, out)
+            return self._cuda_done(outputs) if dev else _done_work(outputs)
+        return _work([comm.iallgather(inp, out) for out, inp in zip(outputs, inputs)], outputs)
+
+    allgather_into_tensor_coalesced = all_gather_single_coalesced  # its name in older torch
+
     def reduce_scatter(self, outputs, input_lists, opts=None):
         op = _op(opts.reduceOp) if opts is not None else weft.SUM
         comm, dev = self._comm_for(outputs)
@@ -493,6 +528,26 @@ class WeftBackend(_backend_base()):
         return _work([comm.ireduce_scatter(inp, output, op=op)], [output])
 
     _reduce_scatter_base = reduce_scatter_single
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        """reduce_scatter_tensor of each (output, input) pair, as one Work:
+        torch's coalesced form."""
+        op = _op(opts.reduceOp) if opts is not None else weft.SUM
+        outputs, inputs = list(outputs), list(inputs)
+        if len(outputs) != len(inputs):
+            raise WeftError(ERR_INVALID_ARG, "reduce_scatter coalesced: %d outputs for %d "
+                            "inputs" % (len(outputs), len(inputs)))
+        comm, dev = self._comm_for(outputs + inputs)
+        if dev and comm is None:
+            return self._via_host(self.reduce_scatter_single_coalesced, outputs, inputs, opts)
+        if dev or _sync(opts):
+            for out, inp in zip(outputs, inputs):
+                comm.reduce_scatter(inp, out, op=op)
+            return self._cuda_done(outputs) if dev else _done_work(outputs)
+        return _work([comm.ireduce_scatter(inp, out, op=op) for out, inp in zip(outputs, inputs)],
+                     outputs)
+
+    reduce_scatter_tensor_coalesced = reduce_scatter_single_coalesced  # older torch's name
 
     def alltoall(self, outputs, inputs, opts=None):
         comm, dev = self._comm_for(outputs + inputs)
