@@ -1,6 +1,7 @@
 """DistributedDataParallel on the weft backend trains like DDP on gloo, and
 like one process on the whole batch; so does FSDP2 (fully_shard) on the weft
-backend, and weft.torch.allreduce_hook in a gloo job. Run under mpiexec -n 2 (any count works).
+backend, and weft.torch.allreduce_hook in a gloo job; tensor parallelism
+(DTensor) gives the unsplit module's outputs and gradients. Run under mpiexec -n 2 (any count works).
 
 Tolerances: weft against gloo, relative 1e-6 (the same sums, possibly added
 in another order); DDP against the single-process reference, relative and
@@ -138,6 +139,27 @@ def test_fsdp2_matches_serial(groups):
     assert any(not torch.equal(a, b) for a, b in zip(p_fsdp, start))  # it trained
     for a, b in zip(p_fsdp, p_ref):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_tensor_parallel_matches_serial(groups):
+    # tensor parallelism (DTensor): the first Linear split by columns, the
+    # second by rows, whose partial sums the weft group adds (functional
+    # all_reduce); outputs and gradients against the unsplit module
+    tp = pytest.importorskip("torch.distributed.tensor.parallel")
+    from torch.distributed.device_mesh import init_device_mesh
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    torch.manual_seed(3)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8))
+    ref = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 8))
+    ref.load_state_dict(model.state_dict())
+    tp.parallelize_module(model, mesh, {"0": tp.ColwiseParallel(), "2": tp.RowwiseParallel()})
+    x = torch.randn(4, 8, generator=torch.Generator().manual_seed(4))
+    y = model(x)
+    y.square().sum().backward()
+    ref(x).square().sum().backward()
+    torch.testing.assert_close(y.detach(), ref(x).detach(), rtol=1e-5, atol=1e-6)
+    for a, b in zip(model.parameters(), ref.parameters()):
+        torch.testing.assert_close(a.grad.full_tensor(), b.grad, rtol=1e-5, atol=1e-6)
 
 
 def test_comm_hook_in_gloo_job(groups):
