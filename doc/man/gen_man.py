@@ -40,7 +40,9 @@ FAMILIES = [
      lambda n: n.startswith("weft_comm_") or n == "weft_query_algo",
      "communicators: creation from an MPI communicator, queries, forced algorithms",
      "A Weft communicator duplicates an MPI communicator (errors returned, never fatal) and may "
-     "be bound to a stream. weft_comm_set_algo forces an algorithm; weft_query_algo tells which "
+     "be bound to a stream. weft_comm_split and weft_comm_create_group make communicators of "
+     "some ranks: the first is collective over the parent, the second over the listed ranks "
+     "only. weft_comm_set_algo forces an algorithm; weft_query_algo tells which "
      "algorithm a call would really run (a forced NCCL on host buffers runs the host cost "
      "model's choice, and the query says so)."),
     ("weft_wait", "weft.h", lambda n: n in ("weft_wait", "weft_test", "weft_waitall"),
