@@ -5,6 +5,7 @@ mpiexec -n 1..4 (weft.torch sets RANK, WORLD_SIZE and the store's address
 from Weft's world)."""
 
 import os
+import time
 
 import pytest
 import torch
@@ -268,6 +269,35 @@ def test_functional_collectives():
     assert torch.equal(co[1], torch.tensor([[2.0 * q, 1.0] for q in range(p)]).reshape(-1))
     assert torch.equal(rc[0], torch.full((1,), float(p)))
     assert torch.equal(rc[1], torch.arange(3.0 * r, 3.0 * r + 3) * p)
+
+
+def test_wait_timeout():
+    # Work.wait(timeout): a receive whose message is not sent yet raises
+    # WEFT_ERR_TIMEOUT at the limit and stays in flight; sent afterwards, it
+    # completes. A finished Work waits no longer.
+    import datetime
+    r, p = rk()
+    if p == 1:
+        pytest.skip("send/recv need two ranks (torch refuses sending to oneself)")
+    got, raised, waited = torch.zeros(3), None, None
+    if r == 0:
+        w = dist.irecv(got, 1, tag=9)
+        t0 = time.monotonic()
+        with pytest.raises(weft.WeftError) as ei:
+            w.wait(timeout=datetime.timedelta(milliseconds=300))
+        waited = time.monotonic() - t0
+        raised = ei.value.status
+    dist.barrier()
+    if r == 1:
+        dist.send(torch.full((3,), 5.0), 0, tag=9)
+    if r == 0:
+        assert w.wait(timeout=datetime.timedelta(seconds=60))
+        assert w.wait(timeout=datetime.timedelta(milliseconds=1))  # done: no limit to reach
+    dist.barrier()
+    if r == 0:
+        assert raised == weft.ERR_TIMEOUT
+        assert 0.3 <= waited < 5
+        assert torch.equal(got, torch.full((3,), 5.0))
 
 
 def test_batch_isend_irecv():

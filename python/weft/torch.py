@@ -47,6 +47,7 @@ import os
 import socket
 import struct
 import threading
+import time
 
 import torch
 import torch.distributed as dist
@@ -54,7 +55,7 @@ from torch._C._distributed_c10d import Backend as _C10dBackend, Work as _C10dWor
 
 import weft
 from weft import WeftError
-from weft._errors import ERR_UNSUPPORTED, ERR_INVALID_ARG, ERR_OP, ERR_DATATYPE
+from weft._errors import ERR_UNSUPPORTED, ERR_INVALID_ARG, ERR_OP, ERR_DATATYPE, ERR_TIMEOUT
 
 BACKEND_NAME = "weft"
 
@@ -141,6 +142,21 @@ class _Work(_C10dWork):
                 after()
 
     def wait(self, timeout=None):
+        limit = _seconds(timeout)
+        if limit:
+            # A bounded wait polls (weft_test drives progress too), sleeping
+            # 50 us doubling to 1 ms between tests, and raises at the limit;
+            # the collective stays in flight (Weft's watchdog, WEFT_TIMEOUT,
+            # fails it if it never completes).
+            deadline = time.monotonic() + limit
+            pause = 50e-6
+            for r in self._reqs:
+                while not r.test():
+                    if time.monotonic() >= deadline:
+                        raise WeftError(ERR_TIMEOUT, "weft backend: the collective did not "
+                                        "complete within %g s (it is still in flight)" % limit)
+                    time.sleep(pause)
+                    pause = min(2 * pause, 1e-3)
         for r in self._reqs:
             r.wait()
         if self._after is not None:
@@ -205,6 +221,15 @@ class _Work(_C10dWork):
 
     def synchronize(self):
         self.wait()
+
+
+def _seconds(timeout):
+    """Work.wait's timeout in seconds, or None for none: torch passes a
+    timedelta (zero: no limit, its kNoTimeout); a number is taken as seconds."""
+    if timeout is None:
+        return None
+    s = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+    return s if s > 0 else None
 
 
 def _done_now(req):
