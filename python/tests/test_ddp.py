@@ -162,6 +162,23 @@ def test_tensor_parallel_matches_serial(groups):
         torch.testing.assert_close(a.grad.full_tensor(), b.grad, rtol=1e-5, atol=1e-6)
 
 
+def test_ddp_bool_buffer(groups):
+    # DDP broadcasts a model's buffers at its start, bool ones too
+    class Masked(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.register_buffer("mask", torch.tensor([True, dist.get_rank() == 0, True, False]))
+
+        def forward(self, x):
+            return self.lin(x) * self.mask
+
+    ddp = nn.parallel.DistributedDataParallel(Masked())
+    ddp(torch.ones(2, 4)).sum().backward()
+    assert ddp.module.mask.dtype == torch.bool
+    assert ddp.module.mask.tolist() == [True, True, True, False]  # rank 0's
+
+
 def test_comm_hook_in_gloo_job(groups):
     p_hook = train_ddp(process_group=groups, hook=wt.allreduce_hook)
     p_gloo = train_ddp(process_group=groups)

@@ -166,6 +166,22 @@ def test_allgather_forms():
         assert torch.equal(flat[2 * q:2 * q + 2], torch.full((2, 3), float(q)))
 
 
+def test_allgather_uneven():
+    # tensors whose sizes differ by rank; a wrong size for this rank's own
+    # slot is refused, not truncated
+    r, p = rk()
+    outs = [torch.zeros(q + 1, 2) for q in range(p)]
+    dist.all_gather(outs, torch.full((r + 1, 2), float(r)))
+    t_outs = [torch.zeros(2, q + 1).t() for q in range(p)]  # not contiguous
+    dist.all_gather(t_outs, torch.full((r + 1, 2), float(r) + 0.5))
+    with pytest.raises(Exception) as ei:
+        dist.all_gather([torch.zeros(5) for _ in range(p)], torch.ones(3))
+    assert "WEFT_ERR_INVALID_ARG" in str(ei.value)
+    for q in range(p):
+        assert torch.equal(outs[q], torch.full((q + 1, 2), float(q)))
+        assert torch.equal(t_outs[q], torch.full((q + 1, 2), float(q) + 0.5))
+
+
 def test_reduce_scatter_forms():
     r, p = rk()
     ins = [torch.full((3,), float(r * 10 + j)) for j in range(p)]
@@ -360,6 +376,37 @@ def test_subgroups():
         assert torch.equal(last, torch.full((3,), 7.0))
 
 
+def test_bool_tensors():
+    # bool tensors: moved as bytes, reduced so that every value stays 0 or 1
+    # (SUM is any, PRODUCT all), as NCCL's backend does; DDP broadcasts a
+    # model's bool buffers at its start
+    r, p = rk()
+    flags = torch.tensor([r == 0, True, False, r % 2 == 1])
+    want_any = torch.tensor([True, True, False, p > 1])
+    want_all = torch.tensor([p == 1, True, False, False])
+    red = {}
+    for name, op in (("sum", dist.ReduceOp.SUM), ("product", dist.ReduceOp.PRODUCT),
+                     ("max", dist.ReduceOp.MAX), ("min", dist.ReduceOp.MIN),
+                     ("bor", dist.ReduceOp.BOR), ("band", dist.ReduceOp.BAND)):
+        t = flags.clone()
+        dist.all_reduce(t, op=op)
+        red[name] = t
+    w = dist.all_reduce(flags.clone(), async_op=True)  # the future's value keeps bool
+    fut = w.get_future().wait()
+    b = torch.tensor([r == 0, r == 0])
+    dist.broadcast(b, src=0)
+    outs = [torch.zeros(2, dtype=torch.bool) for _ in range(p)]
+    dist.all_gather(outs, torch.tensor([r % 2 == 0, True]))
+    for name in ("sum", "max", "bor"):
+        assert torch.equal(red[name], want_any), name
+    for name in ("product", "min", "band"):
+        assert torch.equal(red[name], want_all), name
+    assert all(t.dtype == torch.bool for t in red.values())
+    assert fut[0].dtype == torch.bool and torch.equal(fut[0], want_any)
+    assert torch.equal(b, torch.tensor([True, True]))
+    assert [o.tolist() for o in outs] == [[q % 2 == 0, True] for q in range(p)]
+
+
 def test_errors_raise():
     r, p = rk()
     comm = wt.world_comm()
@@ -370,8 +417,11 @@ def test_errors_raise():
         comm.allreduce(torch.ones(4, dtype=torch.complex64))
     assert ei.value.status == weft.ERR_DATATYPE
     with pytest.raises(Exception) as ei:
-        dist.all_reduce(torch.ones(4, dtype=torch.bool))
+        dist.all_reduce(torch.ones(4, dtype=torch.int16))
     assert "WEFT_ERR_DATATYPE" in str(ei.value)
+    with pytest.raises(Exception) as ei:
+        dist.all_reduce(torch.ones(4, dtype=torch.bool), op=dist.ReduceOp.AVG)
+    assert "WEFT_ERR_OP" in str(ei.value)
     with pytest.raises(Exception) as ei:
         dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BXOR)
     assert "WEFT_ERR_DATATYPE" in str(ei.value)

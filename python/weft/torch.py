@@ -13,7 +13,7 @@ Weft and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
 `init_process_group("weft")` and any gloo group beside it find their store.
 
 What the backend serves: allreduce (sum, avg, min, max, product, band,
-bor, bxor), broadcast, reduce, allgather (list and into-tensor),
+bor, bxor; bool tensors too, SUM as any and PRODUCT as all), broadcast, reduce, allgather (list and into-tensor),
 reduce_scatter (list and tensor), alltoall (list and single, even and
 uneven splits), gather, scatter, barrier, send, recv (and batch_isend_irecv),
 allreduce_coalesced, and the coalesced into-tensor allgather and
@@ -470,11 +470,17 @@ class WeftBackend(_BASE):
         comm, dev = self._comm_for(inputs)
         if dev and comm is None:
             return self._via_host(self.allgather, output_lists, inputs, opts)
-        reqs, flats, copies = [], [], []
         for outs, inp in zip(output_lists, inputs):
             if len(outs) != comm.size:
                 raise WeftError(ERR_INVALID_ARG, "allgather: %d output tensors for %d ranks"
                                 % (len(outs), comm.size))
+            if outs[comm.rank].numel() != inp.numel():
+                raise WeftError(ERR_INVALID_ARG, "allgather: this rank's input has %d elements, "
+                                "its output tensor %d" % (inp.numel(), outs[comm.rank].numel()))
+            if any(o.numel() != inp.numel() for o in outs):
+                return self._allgather_uneven(comm, dev, output_lists, inputs)
+        reqs, flats, copies = [], [], []
+        for outs, inp in zip(output_lists, inputs):
             flat = torch.empty((comm.size,) + tuple(inp.shape), dtype=inp.dtype,
                                device=inp.device)
             flats.append(flat)
@@ -492,6 +498,31 @@ class WeftBackend(_BASE):
             copy_out()
             return self._cuda_done(output_lists)
         return _work(reqs, output_lists, after=copy_out)
+
+    def _allgather_uneven(self, comm, dev, output_lists, inputs):
+        """allgather of tensors whose sizes differ by rank (as torch allows):
+        one broadcast per rank, from that rank's input into every rank's
+        tensor of its slot (contiguous ones in place, others through a copy)."""
+        reqs, copies = [], []
+        for outs, inp in zip(output_lists, inputs):
+            for q, o in enumerate(outs):
+                buf = o if o.is_contiguous() else torch.empty_like(o, memory_format=torch.contiguous_format)
+                if q == comm.rank:
+                    buf.view(-1).copy_(inp.reshape(-1))
+                if buf is not o:
+                    copies.append((o, buf))
+                if dev:
+                    comm.bcast(buf, root=q)
+                else:
+                    reqs.append(comm.ibcast(buf, root=q))
+
+        def copy_out():
+            for o, buf in copies:
+                o.copy_(buf)
+        if dev:
+            copy_out()
+            return self._cuda_done(output_lists)
+        return _work(reqs, output_lists, after=copy_out if copies else None)
 
     def all_gather_single(self, output, inp, opts=None):
         comm, dev = self._comm_for([output, inp])
@@ -681,6 +712,91 @@ class WeftBackend(_BASE):
 
     def recv_anysource(self, tensors, tag):
         raise WeftError(ERR_UNSUPPORTED, "recv from any source is not served by Weft")
+
+
+# ---- bool tensors -------------------------------------------------------------
+# Weft has no bool datatype; torch's bool is one byte holding 0 or 1. A
+# collective on bool tensors runs on uint8 views of them (the same memory),
+# and a reduction takes the op that keeps every byte 0 or 1, as NCCL's
+# backend does: SUM is MAX (any), PRODUCT is MIN (all); AVG is refused.
+# DDP broadcasts a model's buffers at its start, bool ones included.
+_BOOL_OPS = {dist.ReduceOp.SUM.value: dist.ReduceOp.MAX,
+             dist.ReduceOp.PRODUCT.value: dist.ReduceOp.MIN}
+
+
+def _first_tensor(args):
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a
+        if isinstance(a, list) and a:
+            t = _first_tensor(a)
+            if t is not None:
+                return t
+    return None
+
+
+def _as_uint8(x, views):
+    if isinstance(x, torch.Tensor):
+        if x.dtype is not torch.bool:
+            return x
+        v = x.view(torch.uint8)
+        views[id(v)] = x
+        return v
+    if isinstance(x, list):
+        return [_as_uint8(y, views) for y in x]
+    return x
+
+
+def _restore(x, views):
+    if isinstance(x, list):
+        return [_restore(y, views) for y in x]
+    return views.get(id(x), x)
+
+
+class _BoolOpts:
+    """A collective's options with its reduction mapped for bool data."""
+
+    def __init__(self, opts):
+        self._opts = opts
+
+    def __getattr__(self, name):
+        return getattr(self._opts, name)
+
+    @property
+    def reduceOp(self):
+        op = self._opts.reduceOp
+        v = getattr(getattr(op, "op", op), "value", None)
+        if v == dist.ReduceOp.AVG.value:
+            raise WeftError(ERR_OP, "AVG of bool tensors is not defined")
+        return dist.ReduceOp(_BOOL_OPS[v]) if v in _BOOL_OPS else op
+
+
+def _serving_bool(method):
+    def wrapped(self, *args):
+        t = _first_tensor(args)
+        if t is None or t.dtype is not torch.bool:
+            return method(self, *args)
+        views = {}
+        conv = [_as_uint8(a, views) for a in args]
+        conv = [_BoolOpts(a) if hasattr(a, "reduceOp") else a for a in conv]
+        work = method(self, *conv)
+        work._result = _restore(work._result, views)
+        return work
+    wrapped.__name__ = method.__name__
+    wrapped.__doc__ = method.__doc__
+    return wrapped
+
+
+for _name in ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
+              "all_gather_single", "all_gather_single_coalesced", "reduce_scatter",
+              "reduce_scatter_single", "reduce_scatter_single_coalesced", "alltoall",
+              "all_to_all_single", "gather", "scatter", "send", "recv"):
+    setattr(WeftBackend, _name, _serving_bool(getattr(WeftBackend, _name)))
+WeftBackend._allgather_base = WeftBackend.all_gather_single
+WeftBackend.allgather_into_tensor_coalesced = WeftBackend.all_gather_single_coalesced
+WeftBackend._reduce_scatter_base = WeftBackend.reduce_scatter_single
+WeftBackend.reduce_scatter_tensor_coalesced = WeftBackend.reduce_scatter_single_coalesced
+WeftBackend.alltoall_base = WeftBackend.all_to_all_single
 
 
 def _create(dist_opts, backend_opts):
