@@ -407,6 +407,27 @@ def test_bool_tensors():
     assert [o.tolist() for o in outs] == [[q % 2 == 0, True] for q in range(p)]
 
 
+def test_destroy_group_frees_comm():
+    # destroy_process_group(group) frees the group's Weft communicator
+    # (MPI allows some thousands of communicators per process: a program
+    # that makes and drops groups must not keep them all)
+    r, p = rk()
+    comms = []
+    for i in range(6):
+        g = dist.new_group(list(range(p)) if i % 2 else list(reversed(range(p))))
+        t = torch.ones(1)
+        dist.all_reduce(t, group=g)
+        # the group is the backend itself where the backend is a ProcessGroup
+        be = g if isinstance(g, wt.WeftBackend) else g._get_backend(torch.device("cpu"))
+        comms.append(be.comm)
+        assert float(t) == p
+        dist.destroy_process_group(g)
+    t = torch.ones(1)
+    dist.all_reduce(t)  # the world group is untouched
+    assert all(c.handle is None for c in comms)
+    assert float(t) == p
+
+
 def test_errors_raise():
     r, p = rk()
     comm = wt.world_comm()

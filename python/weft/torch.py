@@ -327,6 +327,17 @@ class WeftBackend(_BASE):
         def group_name(self):
             return getattr(self, "_weft_group_name", "")
 
+    def shutdown(self):
+        """torch's destroy_process_group: free this group's Weft communicators
+        (collective over the group's ranks, which all destroy it, in one
+        order). Operations still in flight on them are waited for first.
+        Idempotent."""
+        comms = [self._comm] + list(self._cuda_comms.values())
+        self._cuda_comms = {}
+        for c in comms:
+            if c is not None and c is not _world:
+                c.free()
+
     def getBackendName(self):
         return BACKEND_NAME
 
