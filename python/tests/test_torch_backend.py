@@ -316,6 +316,27 @@ def test_wait_timeout():
         assert torch.equal(got, torch.full((3,), 5.0))
 
 
+def test_work_outlives_python_references():
+    # torch's C++ side may keep a Work that Python dropped (DDP under Join
+    # waits for the forward pass's one in backward): it must still work.
+    # Work.boxed holds it from C++ here.
+    import gc
+    Work = torch._C._distributed_c10d.Work
+    r, p = rk()
+    t = torch.full((3,), float(r + 1))
+    w = dist.all_reduce(t, async_op=True)
+    boxed = Work.boxed(w)
+    del w
+    gc.collect()
+    for i in range(8):  # later collectives, each issued and waited
+        dist.all_reduce(torch.ones(1), async_op=True).wait()
+    w2 = Work.unbox(boxed)  # C++ calls: wait() and get_future() reach the Python object
+    w2.wait()
+    fut = w2.get_future().wait()
+    assert torch.equal(t, torch.full((3,), p * (p + 1) / 2))
+    assert fut[0] is t
+
+
 def test_batch_isend_irecv():
     # torch asks the backend whether it coalesces (supports_coalescing) first
     r, p = rk()

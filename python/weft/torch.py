@@ -116,6 +116,41 @@ def _op(opts_op):
             from None
 
 
+# ---- the lifetime of the Works handed to torch --------------------------------
+# A _Work is a Python subclass of c10d's Work. torch's C++ side may keep one
+# after Python has dropped it (DDP keeps the forward pass's Work of a Join
+# context and calls its wait() and result() in backward), and a Python
+# subclass's object must outlive every C++ call into it: freed, the C++ call
+# lands in freed memory (measured: heap corruption under Join). So each Work
+# handed to torch is pinned here until its last C++ call has had its chance:
+# after wait() returned (dropped once later collectives are issued, the last
+# four kept, so that a result() right after the wait still finds it), or once it completed with
+# its future taken (DDP's buckets: C++ keeps only the future). A Work nobody
+# waits for nor asks a future of (an isend never waited) is dropped once it
+# completed and _PIN_BOUND newer ones are pinned. Any thread; the dict and
+# list operations are atomic under the GIL.
+_PIN_BOUND = 1024
+_pins = {}         # id -> _Work, in issue order
+_unpin_next = []   # waited Works, dropped at the next issue
+
+
+def _pin(work):
+    if len(_unpin_next) > 4:  # the last few stay: another thread may be between wait and result
+        del _unpin_next[:-4]
+    _pins[id(work)] = work
+    if len(_pins) > _PIN_BOUND:
+        for k in list(_pins)[:len(_pins) - _PIN_BOUND]:
+            w = _pins.get(k)
+            if w is not None and all(_done_now(r) for r in w._reqs):
+                _pins.pop(k, None)
+    return work
+
+
+def _unpin(work):
+    if _pins.pop(id(work), None) is not None:
+        _unpin_next.append(work)
+
+
 class _Work(_C10dWork):
     """Collectives in flight (Weft requests). wait() waits in Weft (GIL
     released). get_future() returns a torch Future completed by Weft's
@@ -157,10 +192,13 @@ class _Work(_C10dWork):
                                         "complete within %g s (it is still in flight)" % limit)
                     time.sleep(pause)
                     pause = min(2 * pause, 1e-3)
-        for r in self._reqs:
-            r.wait()
-        if self._after is not None:
-            self._run_after()
+        try:
+            for r in self._reqs:
+                r.wait()
+            if self._after is not None:
+                self._run_after()
+        finally:
+            _unpin(self)
         return True
 
     def get_future(self):
@@ -199,6 +237,7 @@ class _Work(_C10dWork):
             self._fut.set_exception(self._err)
         else:
             self._fut.set_result(self._result)
+        _unpin(self)  # C++ keeps the future, not this Work
 
     def is_completed(self):
         if self._fut is not None:
@@ -327,6 +366,10 @@ class WeftBackend(_BASE):
         def group_name(self):
             return getattr(self, "_weft_group_name", "")
 
+        def _get_backend(self, device):
+            # the group is its own backend (batch_isend_irecv asks for it)
+            return self
+
     def shutdown(self):
         """torch's destroy_process_group: free this group's Weft communicators
         (collective over the group's ranks, which all destroy it, in one
@@ -397,7 +440,8 @@ class WeftBackend(_BASE):
         itself does not block the caller: a CUDA irecv before the matching
         isend must not deadlock."""
         host = [_host_copy(a) for a in args]
-        inner = method(*host)
+        impl = getattr(getattr(method, "__func__", None), "__wrapped__", None)  # not pinned
+        inner = impl(self, *host) if impl is not None else method(*host)
 
         def after():
             if inner._after is not None:
@@ -782,27 +826,31 @@ class _BoolOpts:
         return dist.ReduceOp(_BOOL_OPS[v]) if v in _BOOL_OPS else op
 
 
-def _serving_bool(method):
-    def wrapped(self, *args):
+def _public(method):
+    """A collective as torch calls it: bool tensors served (above), and the
+    Work returned pinned (_pin)."""
+    def wrapped(self, *args, **kwargs):  # torch passes opts= by name in places
         t = _first_tensor(args)
         if t is None or t.dtype is not torch.bool:
-            return method(self, *args)
+            return _pin(method(self, *args, **kwargs))
         views = {}
         conv = [_as_uint8(a, views) for a in args]
         conv = [_BoolOpts(a) if hasattr(a, "reduceOp") else a for a in conv]
-        work = method(self, *conv)
+        kw = {k: _BoolOpts(v) if hasattr(v, "reduceOp") else v for k, v in kwargs.items()}
+        work = method(self, *conv, **kw)
         work._result = _restore(work._result, views)
-        return work
+        return _pin(work)
     wrapped.__name__ = method.__name__
     wrapped.__doc__ = method.__doc__
+    wrapped.__wrapped__ = method
     return wrapped
 
 
 for _name in ("allreduce", "allreduce_coalesced", "broadcast", "reduce", "allgather",
               "all_gather_single", "all_gather_single_coalesced", "reduce_scatter",
               "reduce_scatter_single", "reduce_scatter_single_coalesced", "alltoall",
-              "all_to_all_single", "gather", "scatter", "send", "recv"):
-    setattr(WeftBackend, _name, _serving_bool(getattr(WeftBackend, _name)))
+              "all_to_all_single", "gather", "scatter", "barrier", "send", "recv"):
+    setattr(WeftBackend, _name, _public(getattr(WeftBackend, _name)))
 WeftBackend._allgather_base = WeftBackend.all_gather_single
 WeftBackend.allgather_into_tensor_coalesced = WeftBackend.all_gather_single_coalesced
 WeftBackend._reduce_scatter_base = WeftBackend.reduce_scatter_single
