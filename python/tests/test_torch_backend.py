@@ -182,6 +182,29 @@ def test_allgather_uneven():
         assert torch.equal(t_outs[q], torch.full((q + 1, 2), float(q) + 0.5))
 
 
+def test_uneven_gather_scatter_reduce_scatter():
+    # each rank's tensor has its own size (q + 1 rows for rank q); the root
+    # is the last rank, so that it differs from rank 0
+    r, p = rk()
+    root = p - 1
+    outs = [torch.zeros(q + 1, 2) for q in range(p)] if r == root else None
+    dist.gather(torch.full((r + 1, 2), float(r)), outs, dst=root)
+    got = torch.zeros(r + 1, 2)
+    dist.scatter(got, [torch.full((q + 1, 2), q + 0.5) for q in range(p)] if r == root else None,
+                 src=root)
+    rs = torch.zeros(r + 1)
+    dist.reduce_scatter(rs, [torch.arange(q + 1.0) * (r + 1) for q in range(p)])
+    a2a = [torch.zeros(r + 1) for q in range(p)]
+    dist.all_to_all(a2a, [torch.full((q + 1,), float(r)) for q in range(p)])
+    if r == root:
+        for q in range(p):
+            assert torch.equal(outs[q], torch.full((q + 1, 2), float(q)))
+    assert torch.equal(got, torch.full((r + 1, 2), r + 0.5))
+    assert torch.equal(rs, torch.arange(r + 1.0) * (p * (p + 1) // 2))
+    for q in range(p):
+        assert torch.equal(a2a[q], torch.full((r + 1,), float(q)))
+
+
 def test_reduce_scatter_forms():
     r, p = rk()
     ins = [torch.full((3,), float(r * 10 + j)) for j in range(p)]

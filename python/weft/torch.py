@@ -613,11 +613,24 @@ class WeftBackend(_BASE):
         comm, dev = self._comm_for(outputs)
         if dev and comm is None:
             return self._via_host(self.reduce_scatter, outputs, input_lists, opts)
-        reqs, keep = [], []
         for out, ins in zip(outputs, input_lists):
             if len(ins) != comm.size:
                 raise WeftError(ERR_INVALID_ARG, "reduce_scatter: %d input tensors for %d "
                                 "ranks" % (len(ins), comm.size))
+            if ins[comm.rank].numel() != out.numel():
+                raise WeftError(ERR_INVALID_ARG, "reduce_scatter: this rank's output has %d "
+                                "elements, its input tensor %d"
+                                % (out.numel(), ins[comm.rank].numel()))
+        if any(t.numel() != out.numel() for out, ins in zip(outputs, input_lists) for t in ins):
+            # sizes that differ by rank (every rank sees them in its inputs):
+            # one reduce per rank, to that rank
+            if dev:
+                return self._via_host(self.reduce_scatter, outputs, input_lists, opts)
+            reqs = [comm.ireduce(t.contiguous(), out if q == comm.rank else None, op=op, root=q)
+                    for out, ins in zip(outputs, input_lists) for q, t in enumerate(ins)]
+            return _work(reqs, outputs)
+        reqs, keep = [], []
+        for out, ins in zip(outputs, input_lists):
             flat = torch.cat([t.reshape(-1) for t in ins])
             keep.append(flat)
             if dev:
@@ -720,32 +733,50 @@ class WeftBackend(_BASE):
     alltoall_base = all_to_all_single
 
     def gather(self, output_lists, inputs, opts):
+        # Point to point, as Weft's own gather (linear) does: each rank's
+        # tensor may have its own size (torch allows it), which only the
+        # root knows, so every rank takes the same way whatever the sizes.
         if inputs[0].is_cuda:
             return self._via_host(self.gather, output_lists, inputs, opts)
         comm, _ = self._comm_for(inputs)
-        root = opts.rootRank
+        root, me, n = opts.rootRank, comm.rank, comm.size
         inp = inputs[0].contiguous()
-        if comm.rank == root:
-            flat = torch.empty((comm.size,) + tuple(inp.shape), dtype=inp.dtype)
-
-            def copy_out():
-                for i, o in enumerate(output_lists[0]):
-                    o.copy_(flat[i])
-            return _work([comm.igather(inp, flat, root=root)], output_lists, after=copy_out)
-        return _work([comm.igather(inp, None, root=root)], output_lists)
+        none = inp.new_empty(0)
+        if me != root:
+            return self._pairwise(comm, [inp if q == root else none for q in range(n)],
+                                  [none] * n, output_lists)
+        outs = output_lists[0]
+        if len(outs) != n:
+            raise WeftError(ERR_INVALID_ARG, "gather: %d output tensors for %d ranks"
+                            % (len(outs), n))
+        if outs[me].numel() != inp.numel():
+            raise WeftError(ERR_INVALID_ARG, "gather: the root's input has %d elements, its "
+                            "output tensor %d" % (inp.numel(), outs[me].numel()))
+        outs[me].copy_(inp.view(outs[me].shape))
+        return self._pairwise(comm, [none] * n, [none if q == me else outs[q] for q in range(n)],
+                              output_lists)
 
     def scatter(self, outputs, input_lists, opts):
+        # Point to point, for the reason gather gives.
         if outputs[0].is_cuda:
             return self._via_host(self.scatter, outputs, input_lists, opts)
         comm, _ = self._comm_for(outputs)
-        root = opts.rootRank
+        root, me, n = opts.rootRank, comm.rank, comm.size
         out = outputs[0]
-        tmp = out if out.is_contiguous() else torch.empty_like(out)
-        send = None
-        if comm.rank == root:
-            send = torch.cat([t.reshape(-1) for t in input_lists[0]])
-        after = (lambda: out.copy_(tmp)) if tmp is not out else None
-        return _work([comm.iscatter(send, tmp, root=root)], outputs, after=after)
+        none = out.new_empty(0)
+        if me != root:
+            return self._pairwise(comm, [none] * n, [out if q == root else none for q in range(n)],
+                                  outputs)
+        ins = input_lists[0]
+        if len(ins) != n:
+            raise WeftError(ERR_INVALID_ARG, "scatter: %d input tensors for %d ranks"
+                            % (len(ins), n))
+        if ins[me].numel() != out.numel():
+            raise WeftError(ERR_INVALID_ARG, "scatter: the root's output has %d elements, its "
+                            "input tensor %d" % (out.numel(), ins[me].numel()))
+        out.copy_(ins[me].reshape(out.shape))
+        return self._pairwise(comm, [none if q == me else ins[q].contiguous() for q in range(n)],
+                              [none] * n, outputs)
 
     def barrier(self, opts=None):
         if _sync(opts):
