@@ -83,16 +83,22 @@ def train_serial(world):
     return [p.detach().clone() for p in model.parameters()]
 
 
+def assert_trained_like_serial(params, rtol, atol):
+    """params moved from the initial model's and match one process trained
+    on the whole batch."""
+    p_ref = train_serial(dist.get_world_size())
+    start = [p.detach() for p in initial_model().parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(params, start))  # it trained
+    for a, b in zip(params, p_ref):
+        torch.testing.assert_close(a, b, rtol=rtol, atol=atol)
+
+
 def test_ddp_weft_matches_gloo_and_serial(groups):
     p_weft = train_ddp()
     p_gloo = train_ddp(process_group=groups)
-    p_ref = train_serial(dist.get_world_size())
-    start = [p.detach() for p in initial_model().parameters()]
-    assert any(not torch.equal(a, b) for a, b in zip(p_weft, start))  # it trained
     for a, b in zip(p_weft, p_gloo):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
-    for a, b in zip(p_weft, p_ref):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert_trained_like_serial(p_weft, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU here: DDP on CUDA untested")
@@ -106,11 +112,7 @@ def test_ddp_cuda_matches_serial(groups):
         p_cuda = train_ddp(device="cuda")
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
-    p_ref = train_serial(dist.get_world_size())
-    start = [p.detach() for p in initial_model().parameters()]
-    assert any(not torch.equal(a, b) for a, b in zip(p_cuda, start))  # it trained
-    for a, b in zip(p_cuda, p_ref):
-        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+    assert_trained_like_serial(p_cuda, rtol=1e-4, atol=1e-5)
 
 
 def test_fsdp2_matches_serial(groups):
@@ -134,11 +136,7 @@ def test_fsdp2_matches_serial(groups):
         loss_fn(model(x), y).backward()
         opt.step()
     p_fsdp = [p.full_tensor().detach().clone() for p in model.parameters()]
-    p_ref = train_serial(dist.get_world_size())
-    start = [p.detach() for p in initial_model().parameters()]
-    assert any(not torch.equal(a, b) for a, b in zip(p_fsdp, start))  # it trained
-    for a, b in zip(p_fsdp, p_ref):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+    assert_trained_like_serial(p_fsdp, rtol=1e-5, atol=1e-5)
 
 
 def test_tensor_parallel_matches_serial(groups):
