@@ -153,8 +153,9 @@ static const weft__config_var_t vars[] = {
             "transport; 0 = never)"},
     {BOOL_ROW("WEFT_MEASURE", "1", measure),
      .doc = "measure alpha, beta and gamma at communicator creation, and the node's "
-            "shared-memory path as it opens (0: use built-in defaults, so that every run "
-            "selects the same algorithms)"},
+            "shared-memory path as it opens (once per pair of processes: later "
+            "communicators over them reuse the figures; 0: use built-in defaults, so that "
+            "every run selects the same algorithms)"},
     {SIZE_ROW("WEFT_NCCL_MIN_BYTES", "65536", 0, LONG_MAX, nccl_min_bytes),
      .doc = "device buffers: NCCL from this many bytes up, host transfer below"},
     {BOOL_ROW("WEFT_CUDA_MEMOPS", "1", cuda_memops),

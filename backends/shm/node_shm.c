@@ -274,6 +274,65 @@ static weft_status_t measure(struct weft__ctl *ctl, weft__node_t *n, weft__node_
     return WEFT_SUCCESS;
 }
 
+/* Figures measured in this process, by the pair of processes (node ranks 0
+ * and 1, by pid) they were measured between: a communicator over the same
+ * node's ranks again (every group torch makes, every split) reuses them
+ * instead of measuring for some 25 ms. A ring of COST_CACHE entries, under
+ * cost_mu (communicators may be made by several threads at once). */
+enum { COST_CACHE = 16 };
+static struct {
+    pid_t a, b; /* a < b */
+    weft__node_cost_t cost;
+} cost_cache[COST_CACHE];
+static unsigned cost_next; /* entries written so far (the ring's cursor) */
+static pthread_mutex_t cost_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool cost_lookup(pid_t p, pid_t q, weft__node_cost_t *out)
+{
+    const pid_t a = p < q ? p : q, b = p < q ? q : p;
+    bool found = false;
+    if (pthread_mutex_lock(&cost_mu) != 0) return false;
+    const unsigned used = cost_next < COST_CACHE ? cost_next : COST_CACHE;
+    for (unsigned i = 0; i < used && !found; i++)
+        if (cost_cache[i].a == a && cost_cache[i].b == b) {
+            *out = cost_cache[i].cost;
+            found = true;
+        }
+    pthread_mutex_unlock(&cost_mu);
+    return found;
+}
+
+static void cost_store(pid_t p, pid_t q, const weft__node_cost_t *c)
+{
+    if (pthread_mutex_lock(&cost_mu) != 0) return;
+    const unsigned i = cost_next++ % COST_CACHE;
+    cost_cache[i].a = p < q ? p : q;
+    cost_cache[i].b = p < q ? q : p;
+    cost_cache[i].cost = *c;
+    pthread_mutex_unlock(&cost_mu);
+}
+
+/* The path's figures: the ones measured before between the same two
+ * processes if every rank still has them (agreed: the larger of each, as
+ * measure() agrees), else measured now. Collective over ctl. */
+static weft_status_t cached_or_measure(struct weft__ctl *ctl, weft__node_t *n,
+                                       weft__node_cost_t *cost)
+{
+    weft__node_cost_t c = {0, 0};
+    int have = cost_lookup(n->pid[0], n->pid[1], &c), all_have = 0;
+    WEFT__CHECK(weft__ctl_allreduce(ctl, &have, &all_have, 1, WEFT__CTL_INT, WEFT__CTL_MIN));
+    if (all_have) {
+        double v[2] = {c.alpha, c.beta}, agreed[2] = {0, 0};
+        WEFT__CHECK(weft__ctl_allreduce(ctl, v, agreed, 2, WEFT__CTL_DOUBLE, WEFT__CTL_MAX));
+        cost->alpha = agreed[0];
+        cost->beta = agreed[1];
+        return WEFT_SUCCESS;
+    }
+    WEFT__CHECK(measure(ctl, n, cost));
+    cost_store(n->pid[0], n->pid[1], cost);
+    return WEFT_SUCCESS;
+}
+
 weft_status_t weft__node_open(struct weft__ctl *ctl, int id, weft__node_t **out,
                               weft__node_cost_t *cost)
 {
@@ -339,7 +398,7 @@ weft_status_t weft__node_open(struct weft__ctl *ctl, int id, weft__node_t **out,
         for (size_t off = 0; off < (size_t)size * n->stage_bytes; off += 4096) sum ^= areas[off];
         (void)sum;
     }
-    if (cost->alpha <= 0) WEFT__CHECK_GOTO(measure(ctl, n, cost), st, fail);
+    if (cost->alpha <= 0) WEFT__CHECK_GOTO(cached_or_measure(ctl, n, cost), st, fail);
     WEFT__CHECK_GOTO(weft__ctl_barrier(ctl, NULL, NULL), st, fail);
     if (pthread_mutex_lock(&idle_mu) == 0) {
         if (!idle_registered) weft__progress_idle_set(idle_wait, NULL);
