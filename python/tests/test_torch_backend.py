@@ -360,6 +360,21 @@ def test_work_outlives_python_references():
     assert fut[0] is t
 
 
+def test_unwaited_works_let_go():
+    # Works nobody waits for nor asks a future of are kept only until they
+    # completed and _PIN_BOUND newer ones are pinned
+    r, p = rk()
+    ts = [torch.ones(2) for _ in range(3 * wt._PIN_BOUND)]
+    for t in ts:
+        dist.all_reduce(t, async_op=True)  # never waited
+    dist.barrier()
+    for _ in range(wt._PIN_BOUND):
+        dist.all_reduce(torch.ones(1), async_op=True).wait()
+    left = len(wt._pins)
+    assert all(torch.equal(t, torch.full((2,), float(p))) for t in ts)
+    assert left <= wt._PIN_BOUND + 1, left
+
+
 def test_batch_isend_irecv():
     # torch asks the backend whether it coalesces (supports_coalescing) first
     r, p = rk()

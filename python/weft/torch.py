@@ -129,7 +129,7 @@ def _op(opts_op):
 # waits for nor asks a future of (an isend never waited) is dropped once it
 # completed and _PIN_BOUND newer ones are pinned. Any thread; the dict and
 # list operations are atomic under the GIL.
-_PIN_BOUND = 1024
+_PIN_BOUND = 64
 _pins = {}         # id -> _Work, in issue order
 _unpin_next = []   # waited Works, dropped at the next issue
 
@@ -138,8 +138,8 @@ def _pin(work):
     if len(_unpin_next) > 4:  # the last few stay: another thread may be between wait and result
         del _unpin_next[:-4]
     _pins[id(work)] = work
-    if len(_pins) > _PIN_BOUND:
-        for k in list(_pins)[:len(_pins) - _PIN_BOUND]:
+    if len(_pins) > _PIN_BOUND:  # look at a few of the oldest (in flight ones stay)
+        for k in list(_pins)[:min(4, len(_pins) - _PIN_BOUND)]:
             w = _pins.get(k)
             if w is not None and all(_done_now(r) for r in w._reqs):
                 _pins.pop(k, None)
