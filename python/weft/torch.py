@@ -289,7 +289,7 @@ def _sync(opts):
     call, which starts the operation on the calling thread and drives it
     there without waking Weft's engine thread (an issue of a nonblocking one
     wakes it, and on a fully used machine the woken engine and the waiter
-    share the cores: doc/python.md, "Where the time went")."""
+    share the cores: doc/python.md, "What limits it")."""
     return opts is not None and not getattr(opts, "asyncOp", True)  # (older torch: no field)
 
 
