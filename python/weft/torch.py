@@ -293,6 +293,18 @@ def _sync(opts):
     return opts is not None and not getattr(opts, "asyncOp", True)  # (older torch: no field)
 
 
+def _check_slots(what, slots, n, me, own):
+    """A per-rank list of tensors (gather's outputs, scatter's inputs, ...):
+    n of them, this rank's as large as `own`, the rank's own tensor on the
+    other side; WeftError WEFT_ERR_INVALID_ARG otherwise."""
+    if len(slots) != n:
+        raise WeftError(ERR_INVALID_ARG, "%s: %d tensors in the list for %d ranks"
+                        % (what, len(slots), n))
+    if slots[me].numel() != own.numel():
+        raise WeftError(ERR_INVALID_ARG, "%s: this rank's tensor in the list has %d elements, "
+                        "its own tensor %d" % (what, slots[me].numel(), own.numel()))
+
+
 def _work(reqs, result, after=None):
     return _Work(reqs, result, after)
 
@@ -526,12 +538,7 @@ class WeftBackend(_BASE):
         if dev and comm is None:
             return self._via_host(self.allgather, output_lists, inputs, opts)
         for outs, inp in zip(output_lists, inputs):
-            if len(outs) != comm.size:
-                raise WeftError(ERR_INVALID_ARG, "allgather: %d output tensors for %d ranks"
-                                % (len(outs), comm.size))
-            if outs[comm.rank].numel() != inp.numel():
-                raise WeftError(ERR_INVALID_ARG, "allgather: this rank's input has %d elements, "
-                                "its output tensor %d" % (inp.numel(), outs[comm.rank].numel()))
+            _check_slots("allgather", outs, comm.size, comm.rank, inp)
             if any(o.numel() != inp.numel() for o in outs):
                 return self._allgather_uneven(comm, dev, output_lists, inputs)
         reqs, flats, copies = [], [], []
@@ -614,13 +621,7 @@ class WeftBackend(_BASE):
         if dev and comm is None:
             return self._via_host(self.reduce_scatter, outputs, input_lists, opts)
         for out, ins in zip(outputs, input_lists):
-            if len(ins) != comm.size:
-                raise WeftError(ERR_INVALID_ARG, "reduce_scatter: %d input tensors for %d "
-                                "ranks" % (len(ins), comm.size))
-            if ins[comm.rank].numel() != out.numel():
-                raise WeftError(ERR_INVALID_ARG, "reduce_scatter: this rank's output has %d "
-                                "elements, its input tensor %d"
-                                % (out.numel(), ins[comm.rank].numel()))
+            _check_slots("reduce_scatter", ins, comm.size, comm.rank, out)
         if any(t.numel() != out.numel() for out, ins in zip(outputs, input_lists) for t in ins):
             # sizes that differ by rank (every rank sees them in its inputs):
             # one reduce per rank, to that rank
@@ -746,12 +747,7 @@ class WeftBackend(_BASE):
             return self._pairwise(comm, [inp if q == root else none for q in range(n)],
                                   [none] * n, output_lists)
         outs = output_lists[0]
-        if len(outs) != n:
-            raise WeftError(ERR_INVALID_ARG, "gather: %d output tensors for %d ranks"
-                            % (len(outs), n))
-        if outs[me].numel() != inp.numel():
-            raise WeftError(ERR_INVALID_ARG, "gather: the root's input has %d elements, its "
-                            "output tensor %d" % (inp.numel(), outs[me].numel()))
+        _check_slots("gather", outs, n, me, inp)
         outs[me].copy_(inp.view(outs[me].shape))
         return self._pairwise(comm, [none] * n, [none if q == me else outs[q] for q in range(n)],
                               output_lists)
@@ -768,12 +764,7 @@ class WeftBackend(_BASE):
             return self._pairwise(comm, [none] * n, [out if q == root else none for q in range(n)],
                                   outputs)
         ins = input_lists[0]
-        if len(ins) != n:
-            raise WeftError(ERR_INVALID_ARG, "scatter: %d input tensors for %d ranks"
-                            % (len(ins), n))
-        if ins[me].numel() != out.numel():
-            raise WeftError(ERR_INVALID_ARG, "scatter: the root's output has %d elements, its "
-                            "input tensor %d" % (out.numel(), ins[me].numel()))
+        _check_slots("scatter", ins, n, me, out)
         out.copy_(ins[me].reshape(out.shape))
         return self._pairwise(comm, [none if q == me else ins[q].contiguous() for q in range(n)],
                               [none] * n, outputs)
