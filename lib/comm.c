@@ -244,16 +244,17 @@ out:
     return st;
 }
 
-/* Is `ranks` n distinct ranks of c that include c's own? Logs why not. */
-static bool group_list_ok(const weft__comm_t *c, const int *ranks, int n)
+/* WEFT_SUCCESS if `ranks` is n distinct ranks of c that include c's own;
+ * else WEFT_ERR_INVALID_ARG (logged why), or WEFT_ERR_NO_MEMORY. */
+static weft_status_t check_group_list(const weft__comm_t *c, const int *ranks, int n)
 {
     if (ranks == NULL || n < 1 || n > c->size) {
         WEFT__ERROR("weft_comm_create_group: %d ranks listed (%s) of a communicator of %d", n,
                     ranks == NULL ? "ranks is NULL" : "must be 1 to the size", c->size);
-        return false;
+        return WEFT_ERR_INVALID_ARG;
     }
     unsigned char *seen = calloc((size_t)c->size, 1);
-    if (seen == NULL) return false;
+    if (seen == NULL) return WEFT_ERR_NO_MEMORY;
     bool ok = true, mine = false;
     for (int i = 0; i < n && ok; i++) {
         const int q = ranks[i];
@@ -270,7 +271,7 @@ static bool group_list_ok(const weft__comm_t *c, const int *ranks, int n)
     if (ok && !mine)
         WEFT__ERROR("weft_comm_create_group: rank %d is not in the list (only the members call)",
                     c->rank);
-    return ok && mine;
+    return ok && mine ? WEFT_SUCCESS : WEFT_ERR_INVALID_ARG;
 }
 
 weft_status_t weft_comm_create_group(weft_comm_t comm, const int *ranks, int n,
@@ -284,7 +285,7 @@ weft_status_t weft_comm_create_group(weft_comm_t comm, const int *ranks, int n,
         WEFT__ERROR("weft_comm_create_group: newcomm is NULL");
         return WEFT_ERR_INVALID_ARG;
     }
-    if (!group_list_ok(c, ranks, n)) return WEFT_ERR_INVALID_ARG;
+    WEFT__CHECK(check_group_list(c, ranks, n));
     /* The MPI call below is on c's MPI duplicate, which the engine also
      * issues MPI collectives on (the mpi algorithm): none of this rank's
      * may be in flight beside it. */
