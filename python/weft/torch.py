@@ -131,7 +131,7 @@ def _op(opts_op):
 # list operations are atomic under the GIL.
 _PIN_BOUND = 64
 _pins = {}         # id -> _Work, in issue order
-_unpin_next = []   # waited Works, dropped at the next issue
+_unpin_next = []   # waited Works: the last four stay, older ones go at the next issue
 
 
 def _pin(work):
