@@ -194,6 +194,10 @@ static const weft__config_var_t vars[] = {
      .doc = "ProcessGroup: the torch backend derives from torch's ProcessGroup, as torch 2.11 "
             "and older need, whatever torch is installed (empty: Backend where torch allows "
             "it; doc/python.md)"},
+    {.name = "WEFT_PY_BOOTSTRAP_ADDR", .default_value = "", .kind = WEFT__CFG_TEXT,
+     .read_by = "weft.init_with_store (weft.torch under torchrun), on rank 0",
+     .doc = "host name or address at which the other processes reach rank 0's startup server "
+            "(empty: rank 0's host name; doc/python.md)"},
     {.name = NULL},
 };
 

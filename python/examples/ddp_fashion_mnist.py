@@ -4,9 +4,11 @@ weft backend or on gloo, and report the test accuracy.
 
     mpiexec -n 2 python python/examples/ddp_fashion_mnist.py --backend weft
     mpiexec -n 2 python python/examples/ddp_fashion_mnist.py --backend gloo
+    torchrun --standalone --nproc-per-node 2 python/examples/ddp_fashion_mnist.py
 
 The training code is plain PyTorch: `import weft.torch` registers the
-backend (and, under mpiexec, sets RANK, WORLD_SIZE and the store's address),
+backend (and, under mpiexec, sets RANK, WORLD_SIZE and the store's address;
+under torchrun, init_process_group makes Weft's world through torch's store),
 the rest does not know which backend it runs on. With the same seed both
 backends give the same model (the same sums), hence the same accuracy.
 
@@ -29,7 +31,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(prog="ddp_fashion_mnist.py",
                                 description="DDP training of a small CNN on Fashion-MNIST over "
                                             "the weft or gloo torch.distributed backend. Run "
-                                            "under mpiexec -n N.")
+                                            "under mpiexec -n N or torchrun --nproc-per-node N.")
     p.add_argument("--version", action="version", version="%(prog)s " + VERSION)
     p.add_argument("--backend", choices=("weft", "gloo"), default="weft",
                    help="torch.distributed backend (default weft)")

@@ -68,6 +68,18 @@ def test_size_mismatch(comm):
     raises(weft.ERR_INVALID_ARG, comm.reduce, np.ones(2), None, root=-1)
 
 
+def test_algorithm_query(comm):
+    raises(weft.ERR_INVALID_ARG, comm.algorithm, "allreduse", 4)
+    raises(weft.ERR_INVALID_ARG, comm.algorithm, "allreduce", -1)
+    raises(weft.ERR_DATATYPE, comm.algorithm, "allreduce", 4, "complex64")
+    # the choice follows WEFT_<COLL>_ALGO as the collective itself does
+    assert comm.algorithm("barrier", 0) == "dissemination"
+    assert comm.algorithm("gather", 10, weft.INT8) == "linear"
+    assert comm.algorithm("allreduce", 1 << 20) in ("ring", "recursive_doubling",
+                                                    "rabenseifner", "tree", "mpi",
+                                                    "reduce_bcast", "shm")
+
+
 def test_comm_still_works(comm):
     x = np.ones(5, dtype=np.int64)
     comm.allreduce(x)

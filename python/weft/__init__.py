@@ -48,6 +48,9 @@ UNDEFINED = -1
 TRANSPORT_DEFAULT, TRANSPORT_MPI, TRANSPORT_UCX = 0, 1, 2
 _TRANSPORTS = {None: 0, "default": 0, "mpi": 1, "ucx": 2, 0: 0, 1: 1, 2: 2}
 
+# in the order of weft_coll_t
+_COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
+                "gather", "scatter", "barrier")
 _byref = ctypes.byref
 _c_request = _lib.c_request
 _c_allreduce = _lib.weft_allreduce
@@ -70,6 +73,17 @@ def init():
     _check(_lib.weft_init(None), "weft_init")
     _state["atexit"] or atexit.register(_finalize_at_exit)
     _state["atexit"] = True
+
+
+def init_with_store(store, rank, size, timeout=300.0, node=None):
+    """Initialise Weft as one world of `size` processes started without an
+    MPI launcher (torchrun, a job's own spawner), meeting through `store`
+    (set(key, value), and get(key) that waits: torch.distributed's stores).
+    node: this process's node name (default: its host name). Rank 0 serves
+    MPI's startup; see doc/python.md, "Launching". Returns the world
+    communicator."""
+    from ._bootstrap import init_with_store as _init_with_store
+    return _init_with_store(store, rank, size, timeout, node)
 
 
 def finalize():
@@ -206,6 +220,24 @@ class Comm:
         t = ctypes.c_int()
         _check(_lib.weft_comm_get_transport(self._h, _byref(t)), "weft_comm_get_transport")
         return _lib.weft_transport_name(t.value).decode()
+
+    def algorithm(self, collective, count, dtype=FLOAT32):
+        """The algorithm Weft would run for `collective` ("allreduce",
+        "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
+        "gather", "scatter", "barrier") of `count` elements of `dtype` on this
+        communicator: its name ("ring", "shm", ...), as weft_query_algo and
+        weft-info give it. Any thread."""
+        try:
+            coll = _COLLECTIVES.index(collective)
+        except ValueError:
+            raise WeftError(ERR_INVALID_ARG, "algorithm: unknown collective %r (one of %s)"
+                            % (collective, ", ".join(_COLLECTIVES))) from None
+        if not isinstance(count, int) or count < 0:
+            raise WeftError(ERR_INVALID_ARG, "algorithm: count %r" % (count,))
+        a = ctypes.c_int()
+        _check(_lib.weft_query_algo(self._h, coll, count, _dtypes.check(dtype), _byref(a)),
+               "weft_query_algo")
+        return _lib.weft_algo_name(a.value).decode()
 
     def get_error(self):
         """The communicator's sticky asynchronous error as a WeftError, or None."""
@@ -484,8 +516,9 @@ def datatype_name(dtype):
     return _dtypes.name(dtype)
 
 
-__all__ = ["init", "finalize", "initialized", "version", "library_path", "Comm", "Request",
-           "waitall", "WeftError", "IN_PLACE", "UNDEFINED", "datatype_of", "datatype_name",
+__all__ = ["init", "init_with_store", "finalize", "initialized", "version", "library_path",
+           "Comm", "Request", "waitall", "WeftError", "IN_PLACE", "UNDEFINED", "datatype_of",
+           "datatype_name",
            "INT8", "UINT8", "INT32", "UINT32", "INT64", "UINT64", "FLOAT16", "BFLOAT16",
            "FLOAT32", "FLOAT64", "SUM", "PROD", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR",
            "COMPLETION_MODE"]

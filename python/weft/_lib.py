@@ -124,6 +124,8 @@ _PROTOTYPES = {
     "weft_comm_rank": (c_status, [c_comm, ctypes.POINTER(I)]),
     "weft_comm_size": (c_status, [c_comm, ctypes.POINTER(I)]),
     "weft_comm_get_error": (c_status, [c_comm]),
+    "weft_query_algo": (c_status, [c_comm, I, N, c_dtype, ctypes.POINTER(I)]),
+    "weft_algo_name": (ctypes.c_char_p, [I]),
     "weft_comm_get_transport": (c_status, [c_comm, ctypes.POINTER(I)]),
     "weft_transport_name": (ctypes.c_char_p, [I]),
     "weft_wait": (c_status, [ctypes.POINTER(c_request)]),

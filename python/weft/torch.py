@@ -3,14 +3,17 @@
     import torch.distributed as dist
     import weft.torch                      # registers the backend
     dist.init_process_group("weft")        # under: mpiexec -n N python train.py
-    model = torch.nn.parallel.DistributedDataParallel(model)
+    model = torch.nn.parallel.DistributedDataParallel(model)   # or torchrun
 
-Launching: the job is started by an MPI launcher (mpiexec); Weft's world is
-MPI's. When RANK/WORLD_SIZE are not in the environment (mpiexec does not set
-them) and an MPI launcher is detected, importing this module initialises
+Launching: by an MPI launcher (mpiexec, srun) or by torchrun. Weft's world
+is MPI's. Under an MPI launcher, when RANK/WORLD_SIZE are not in the
+environment (mpiexec does not set them), importing this module initialises
 Weft and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
 (a free port chosen by rank 0 and broadcast by Weft), so that the unmodified
 `init_process_group("weft")` and any gloo group beside it find their store.
+Under torchrun (or any launcher that sets RANK and WORLD_SIZE without
+MPI's process manager), creating the default group initialises Weft through
+torch's store: weft.init_with_store, where rank 0 serves MPI's startup.
 
 What the backend serves: allreduce (sum, avg, min, max, product, band,
 bor, bxor; bool tensors too, SUM as any and PRODUCT as all), broadcast, reduce, allgather (list and into-tensor),
@@ -81,8 +84,24 @@ def world_comm():
 
 
 def _launched_by_mpi():
+    if "TORCHELASTIC_RUN_ID" in os.environ:  # torchrun (maybe itself under srun)
+        return False
     return any(k in os.environ for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK",
                                           "PMIX_RANK", "MPI_LOCALRANKID"))
+
+
+def _world_for(dist_opts):
+    """The Weft world for torch's group: made through the group's store when
+    this is the default group of a job that no MPI launcher started."""
+    global _world
+    if _world is None and not weft.initialized() and not _launched_by_mpi() \
+            and dist_opts.group_size > 1 \
+            and str(dist_opts.group_size) == os.environ.get("WORLD_SIZE"):
+        timeout = getattr(dist_opts, "timeout", None)
+        _world = weft.init_with_store(dist_opts.store, dist_opts.group_rank,
+                                      dist_opts.group_size,
+                                      timeout.total_seconds() if timeout else 300.0)
+    return world_comm()
 
 
 def setup_env():
@@ -885,7 +904,7 @@ def _create(dist_opts, backend_opts):
     rank = dist_opts.group_rank
     size = dist_opts.group_size
     ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or [])
-    world = world_comm()
+    world = _world_for(dist_opts)
     if not ranks:  # a torch that does not say: only the whole world is known
         if size != world.size:
             raise WeftError(ERR_UNSUPPORTED, "weft backend: this torch does not give a group's "
@@ -894,7 +913,9 @@ def _create(dist_opts, backend_opts):
         ranks = list(range(size))
     if max(ranks) >= world.size:
         raise WeftError(ERR_INVALID_ARG, "torch's group has ranks up to %d, Weft's (MPI's) world "
-                        "%d ranks: launch with mpiexec -n N" % (max(ranks), world.size))
+                        "%d ranks: launch with mpiexec -n N or torchrun, and let weft.torch "
+                        "initialise Weft (not weft.init() before init_process_group)"
+                        % (max(ranks), world.size))
     if world.rank not in ranks or rank != ranks.index(world.rank):
         raise WeftError(ERR_INVALID_ARG, "torch rank %d is Weft (MPI) rank %d: launch with "
                         "mpiexec and let weft.torch set RANK" % (rank, world.rank))

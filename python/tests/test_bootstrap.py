@@ -1,0 +1,161 @@
+"""Weft's world without an MPI launcher (weft.init_with_store, and torchrun
+with the weft backend). Run by one process, not under mpiexec: it starts the
+jobs itself (bootstrap_job.py, torchrun_job.py) and kills what it started,
+also when a check fails."""
+
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import weft
+from weft import _bootstrap
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = sys.executable
+TORCHRUN = os.path.join(os.path.dirname(PY), "torchrun")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_all(cmds, timeout, env=None):
+    """Start every command in a session of its own, wait for all of them
+    (timeout seconds in all), kill every process group that is left.
+    Returns [(returncode, output)]."""
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              start_new_session=True, env=env) for c in cmds]
+    deadline = time.monotonic() + timeout
+    out = []
+    try:
+        for p in procs:
+            try:
+                o, _ = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                o, _ = p.communicate()
+                o += "\n[killed: the job ran past %.0f s]" % timeout
+            out.append((p.returncode, o))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+            try:  # what the process left in its group (torchrun's workers)
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return out
+
+
+def test_process_mapping():
+    pm = _bootstrap.process_mapping
+    assert pm(["a"]) == "(vector,(0,1,1))"
+    assert pm(["a"] * 4 + ["b"] * 4) == "(vector,(0,2,4))"
+    assert pm(["a", "b", "a", "b"]) == "(vector,(0,2,1),(0,2,1))"
+    assert pm(["a", "a", "b", "c", "c"]) == "(vector,(0,1,2),(1,1,1),(2,1,2))"
+    assert pm(["b", "a", "b"]) == "(vector,(0,2,1),(0,1,1))"
+
+
+def test_bad_arguments_refused():
+    for rank, size in ((2, 2), (-1, 2), (0, 0), ("0", 2)):
+        with pytest.raises(weft.WeftError) as e:
+            weft.init_with_store(None, rank, size)
+        assert e.value.status == weft.ERR_INVALID_ARG
+    with pytest.raises(weft.WeftError) as e:
+        weft.init_with_store(None, 0, 2, node="two words")
+    assert e.value.status == weft.ERR_INVALID_ARG
+    assert not weft.initialized()
+
+
+class Client:
+    """One rank's side of the PMI connection, as MPI's client speaks it."""
+
+    def __init__(self, server, token, rank, host):
+        self.s = socket.create_connection(("127.0.0.1", server.address[1]), timeout=10)
+        self.s.sendall(("weft-pmi1 %s %d %s\n" % (token, rank, host)).encode())
+        self.f = self.s.makefile("r")
+
+    def ask(self, line):
+        self.s.sendall((line + "\n").encode())
+        return self.f.readline().strip()
+
+
+def test_server_protocol():
+    srv = _bootstrap.PmiServer(2, "t0ken" * 4, 20.0)
+    srv.start()  # a daemon thread: gone with this process if a check fails
+    intruder = socket.create_connection(("127.0.0.1", srv.address[1]), timeout=10)
+    intruder.sendall(b"weft-pmi1 wrong 0 h\n")
+    assert intruder.recv(100) == b""  # dropped
+    intruder.close()
+    a = Client(srv, "t0ken" * 4, 0, "hostA")
+    # rank 0's requests wait until every rank is in (the node map needs all)
+    a.s.sendall(b"cmd=init pmi_version=1 pmi_subversion=1\n")
+    sel = selectors.DefaultSelector()
+    sel.register(a.s, selectors.EVENT_READ)
+    assert sel.select(0.5) == []
+    b = Client(srv, "t0ken" * 4, 1, "hostB")
+    assert a.f.readline().startswith("cmd=response_to_init pmi_version=1")
+    assert "vallen_max=1024" in b.ask("cmd=get_maxes")
+    assert b.ask("cmd=get_universe_size") == "cmd=universe_size size=2"
+    kvs = a.ask("cmd=get_my_kvsname").split("kvsname=")[1]
+    assert a.ask("cmd=put kvsname=%s key=k0 value=v0" % kvs).startswith(
+        "cmd=put_result rc=0")
+    assert b.ask("cmd=get kvsname=%s key=k0" % kvs).endswith("value=v0")
+    assert "rc=-1" in b.ask("cmd=get kvsname=%s key=nothing" % kvs)
+    assert b.ask("cmd=get kvsname=%s key=PMI_process_mapping" % kvs).endswith(
+        "value=(vector,(0,2,1))")
+    b.s.sendall(b"cmd=barrier_in\n")
+    assert a.ask("cmd=barrier_in") == "cmd=barrier_out"
+    assert b.f.readline().strip() == "cmd=barrier_out"
+    for c in (a, b):
+        assert c.ask("cmd=finalize") == "cmd=finalize_ack"
+        c.f.close()
+        c.s.close()
+    srv.wait(10)
+    assert not srv._thread.is_alive() and srv.error is None
+
+
+@pytest.mark.parametrize("size,nodes", [(1, 0), (2, 0), (3, 0), (4, 2)],
+                         ids=["n1", "n2", "n3", "n4-2nodes"])
+def test_world_from_store(size, nodes):
+    port = free_port()
+    env = dict(os.environ, WEFT_ALLREDUCE_ALGO="shm")
+    job = os.path.join(HERE, "bootstrap_job.py")
+    res = run_all([[PY, job, str(r), str(size), str(port), str(nodes)] for r in range(size)],
+                  180, env)
+    for r, (rc, out) in enumerate(res):
+        assert rc == 0 and "rank %d of %d: ok" % (r, size) in out, out
+
+
+def test_missing_rank_fails_fast():
+    """Rank 1 never comes: rank 0 says so and exits within the timeout, no hang."""
+    job = os.path.join(HERE, "bootstrap_job.py")
+    t0 = time.monotonic()
+    [(rc, out)] = run_all([[PY, job, "0", "2", str(free_port()), "0", "3"]], 120)
+    assert rc != 0, out
+    assert "1 of 2 ranks connected within 3 s" in out, out
+    assert time.monotonic() - t0 < 60, out
+
+
+@pytest.mark.skipif(not os.path.exists(TORCHRUN), reason="no torchrun beside " + PY)
+@pytest.mark.parametrize("nproc,base", [(1, ""), (2, ""), (3, ""), (2, "ProcessGroup")],
+                         ids=["n1", "n2", "n3", "n2-pgbase"])
+def test_torchrun(nproc, base):
+    env = dict(os.environ, WEFT_PY_TORCH_BASE=base)
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMI_RANK", "PMI_SIZE",
+              "PMI_FD", "MPI_LOCALRANKID"):
+        env.pop(k, None)
+    [(rc, out)] = run_all([[TORCHRUN, "--standalone", "--nproc-per-node", str(nproc),
+                            os.path.join(HERE, "torchrun_job.py")]], 240, env)
+    assert rc == 0, out
+    for r in range(nproc):
+        assert "rank %d of %d: ok" % (r, nproc) in out, out
