@@ -6,11 +6,14 @@ against numpy. Exit status 0 when every check holds.
     python bootstrap_job.py RANK SIZE PORT NODES [TIMEOUT]
 
 NODES 0: the processes report their host; k > 0: rank r reports node
-"n{r % k}", so that MPI and Weft see k nodes (ranks interleaved)."""
+"n{r % k}", so that MPI and Weft see k nodes (ranks interleaved).
+BOOTSTRAP_TEST_STORE=client: the store is served by the test, not rank 0;
+BOOTSTRAP_TEST_DELAY0=S: rank 0 starts S seconds late."""
 
 import datetime
 import os
 import sys
+import time
 
 import numpy as np
 from torch.distributed import TCPStore
@@ -19,8 +22,11 @@ import weft
 
 rank, size, port, nodes = (int(a) for a in sys.argv[1:5])
 timeout = float(sys.argv[5]) if len(sys.argv) > 5 else 60.0
-store = TCPStore("127.0.0.1", port, size, rank == 0, wait_for_workers=False,
+serve = rank == 0 and os.environ.get("BOOTSTRAP_TEST_STORE") != "client"
+store = TCPStore("127.0.0.1", port, size, serve, wait_for_workers=False,
                  timeout=datetime.timedelta(seconds=timeout))
+if rank == 0:
+    time.sleep(float(os.environ.get("BOOTSTRAP_TEST_DELAY0", "0")))
 comm = weft.init_with_store(store, rank, size, timeout=timeout,
                             node="n%d" % (rank % nodes) if nodes else None)
 assert "PMI_FD" not in os.environ, "the PMI connection leaked into the environment"

@@ -83,6 +83,7 @@ class Client:
         self.s = socket.create_connection(("127.0.0.1", server.address[1]), timeout=10)
         self.s.sendall(("weft-pmi1 %s %d %s\n" % (token, rank, host)).encode())
         self.f = self.s.makefile("r")
+        assert self.f.readline() == "weft-pmi1 ok\n"  # admitted
 
     def ask(self, line):
         self.s.sendall((line + "\n").encode())
@@ -136,6 +137,23 @@ def test_world_from_store(size, nodes):
         assert rc == 0 and "rank %d of %d: ok" % (r, size) in out, out
 
 
+def test_stale_address_in_store():
+    """The store still names an earlier attempt's server (an elastic restart
+    keeps it): rank 1 reads that first, is refused, and retries until rank 0
+    (started late) has published its own."""
+    from datetime import timedelta
+    from torch.distributed import TCPStore
+    port = free_port()
+    store = TCPStore("127.0.0.1", port, 3, True, wait_for_workers=False,
+                     timeout=timedelta(seconds=60))
+    store.set("weft/bootstrap", "localhost %d %s" % (free_port(), "0" * 32))
+    env = dict(os.environ, BOOTSTRAP_TEST_STORE="client", BOOTSTRAP_TEST_DELAY0="2")
+    job = os.path.join(HERE, "bootstrap_job.py")
+    res = run_all([[PY, job, str(r), "2", str(port), "0"] for r in range(2)], 120, env)
+    for r, (rc, out) in enumerate(res):
+        assert rc == 0 and "rank %d of 2: ok" % r in out, out
+
+
 def test_missing_rank_fails_fast():
     """Rank 1 never comes: rank 0 says so and exits within the timeout, no hang."""
     job = os.path.join(HERE, "bootstrap_job.py")
@@ -159,3 +177,49 @@ def test_torchrun(nproc, base):
     assert rc == 0, out
     for r in range(nproc):
         assert "rank %d of %d: ok" % (r, nproc) in out, out
+
+
+@pytest.mark.skipif(not os.path.exists(TORCHRUN), reason="no torchrun beside " + PY)
+def test_torchrun_restart_after_failure():
+    """Rank 1 raises in the first attempt while rank 0 waits in a collective:
+    rank 1 leaves at once (no MPI_Finalize waiting for rank 0), torchrun
+    restarts both, and the second attempt (a new world, from the same
+    store) trains. Before, rank 1 waited until WEFT_TIMEOUT (600 s here,
+    past this test's limit)."""
+    env = dict(os.environ, TORCHRUN_TEST_FAIL="1", WEFT_TIMEOUT="600")
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMI_RANK", "PMI_SIZE"):
+        env.pop(k, None)
+    [(rc, out)] = run_all([[TORCHRUN, "--standalone", "--max-restarts", "1",
+                            "--nproc-per-node", "2", os.path.join(HERE, "torchrun_job.py")]],
+                          150, env)
+    assert rc == 0, out
+    assert "rank 1 fails in the first attempt" in out, out
+    assert "rank 0 of 2: ok" in out and "rank 1 of 2: ok" in out, out
+
+
+def test_failed_rank_ends_mpiexec_job():
+    """Under mpiexec: a rank that dies of an exception ends the job at once."""
+    script = ("import numpy as np, weft; weft.init(); c = weft.Comm.world(); "
+              "x = np.ones(4); c.allreduce(x)\n"
+              "if c.rank == 1: raise RuntimeError('rank 1 fails')\n"
+              "c.barrier(); print('rank', c.rank, 'passed the barrier')")
+    env = dict(os.environ, WEFT_TIMEOUT="600", WEFT_PY_TORCH_FIRST="0")
+    [(rc, out)] = run_all([["mpiexec", "-n", "2", PY, "-c", script]], 120, env)
+    assert rc != 0 and "rank 1 fails" in out, out
+    assert "passed the barrier" not in out, out
+    assert "leaves without finalising" in out, out
+
+
+
+@pytest.mark.parametrize("mode", ["thread", "inline"])
+def test_callback_error_is_not_fatal(mode):
+    """An exception in a completion callback is printed, and the process
+    still finalises at exit (only an unhandled one skips that)."""
+    script = ("import numpy as np, weft; weft.init(); c = weft.Comm.world(); "
+              "x = np.ones(4); r = c.iallreduce(x)\n"
+              "def cb(st): raise ValueError('callback fails')\n"
+              "r.add_done_callback(cb); r.wait(); print('main done', flush=True)")
+    env = dict(os.environ, WEFT_PY_TORCH_FIRST="0", WEFT_PY_COMPLETION=mode)
+    [(rc, out)] = run_all([["mpiexec", "-n", "2", PY, "-c", script]], 120, env)
+    assert rc == 0 and out.count("main done") == 2, out
+    assert "callback fails" in out and "leaves without finalising" not in out, out

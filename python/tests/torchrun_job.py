@@ -20,6 +20,11 @@ assert "PMI_FD" not in os.environ
 x = torch.arange(1 << 16, dtype=torch.float64) * (rank + 1)
 dist.all_reduce(x)
 assert torch.equal(x, torch.arange(1 << 16, dtype=torch.float64) * (size * (size + 1) // 2))
+# TORCHRUN_TEST_FAIL=R: rank R fails in torchrun's first attempt, while the
+# others go on to wait for it in a collective (a restart must follow)
+if os.environ.get("TORCHRUN_TEST_FAIL") == str(rank) and \
+        os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
+    raise RuntimeError("rank %d fails in the first attempt" % rank)
 
 b = torch.full((33,), float(rank))
 dist.broadcast(b, src=size - 1)

@@ -23,6 +23,7 @@ See doc/python.md.
 
 import atexit
 import ctypes
+import sys
 
 from . import _lib
 from ._lib import IN_PLACE_PTR as _INPL
@@ -71,7 +72,9 @@ def init():
     mpi4py is to be used, import it first). A no-op when initialised.
     Finalised at exit if the program does not call finalize()."""
     _check(_lib.weft_init(None), "weft_init")
-    _state["atexit"] or atexit.register(_finalize_at_exit)
+    if not _state["atexit"]:
+        atexit.register(_finalize_at_exit)
+        sys.excepthook = _noting_failure(sys.excepthook)
     _state["atexit"] = True
 
 
@@ -100,12 +103,32 @@ def initialized():
     return bool(_lib.weft_initialized())
 
 
-_state = {"atexit": False}
+_state = {"atexit": False, "failed": False}
+
+
+def _noting_failure(hook):
+    """sys.excepthook, noting that the process dies of an unhandled exception."""
+    def excepthook(kind, value, tb):
+        _state["failed"] = True
+        hook(kind, value, tb)
+    excepthook.__wrapped__ = hook  # what reports a non-fatal error (_request.py)
+    return excepthook
 
 
 def _finalize_at_exit():
-    if _lib.weft_initialized():
-        _lib.weft_finalize()
+    """At exit, finalise Weft (and MPI), unless an unhandled exception ends
+    the process: MPI_Finalize waits for every other rank, which may wait in
+    a collective for this one until WEFT_TIMEOUT. So a failed rank leaves
+    without it (memfd segments and sockets go with the process), and its
+    launcher sees it end at once: mpiexec then ends the job, torchrun stops
+    (or restarts) the workers."""
+    if not _lib.weft_initialized():
+        return
+    if _state["failed"]:
+        print("weft: unhandled exception: this process leaves without finalising Weft and MPI, "
+              "so that its launcher ends the job", file=sys.stderr, flush=True)
+        return
+    _lib.weft_finalize()
 
 
 def _op(op):

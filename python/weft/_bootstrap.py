@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 
-from ._errors import WeftError, ERR_INVALID_ARG, ERR_TIMEOUT, ERR_COMM_BROKEN, ERR_MPI
+from ._errors import WeftError, ERR_INVALID_ARG, ERR_TIMEOUT, ERR_MPI
 
 _KEY = "weft/bootstrap"
 _HELLO = "weft-pmi1"
@@ -188,6 +188,7 @@ class PmiServer:
             return
         c.rank, c.host = rank, parts[3]
         self._by_rank[rank] = c
+        self._send(c, _HELLO + " ok")  # admitted: what follows is MPI's
         if len(self._by_rank) == self.size:  # everyone is in: stop listening
             self._sel.unregister(self._listen)
             self._listen.close()
@@ -243,12 +244,50 @@ class PmiServer:
             self._send(c, "cmd=%s_result rc=-1 msg=not_served_by_weft_bootstrap" % cmd)
 
 
+def _admitted(store, key, rank, node, deadline):
+    """A connection to rank 0's server, as the store names it, that the
+    server admitted. Retried until the deadline: a store kept from an
+    earlier attempt of the job (an elastic restart) may still name that
+    attempt's server until this attempt's rank 0 replaces it."""
+    me = socket.gethostname()
+    while True:
+        host, port, token = _store_get(store, key).split(" ")
+        addr = "127.0.0.1" if host == me else host
+        try:
+            left = max(1.0, min(10.0, deadline - time.monotonic()))
+            s = socket.create_connection((addr, int(port)), timeout=left)
+            s.sendall(("%s %s %d %s\n" % (_HELLO, token, rank, node or me)).encode())
+            reply = b""
+            while not reply.endswith(b"\n"):  # byte by byte: what follows is MPI's
+                b = s.recv(1)
+                if not b:
+                    break
+                reply += b
+            if reply == (_HELLO + " ok\n").encode():
+                s.settimeout(None)  # MPI's client reads it blocking
+                return s
+            s.close()
+            why = "it did not admit this process"
+        except OSError as e:  # refused, unreachable, timed out
+            why = str(e)
+        if time.monotonic() >= deadline:
+            raise WeftError(ERR_TIMEOUT, "init_with_store: rank 0's server %s:%s not reached: "
+                            "%s" % (addr, port, why))
+        time.sleep(0.2)
+
+
+def _wait_at_exit(timeout):
+    from . import _state
+    if not _state["failed"]:  # a failed rank 0 leaves at once (weft._finalize_at_exit)
+        _server.wait(timeout)
+
+
 def _store_get(store, key):
     v = store.get(key)
     return v.decode() if isinstance(v, (bytes, bytearray)) else str(v)
 
 
-def init_with_store(store, rank, size, timeout=300.0, node=None):
+def init_with_store(store, rank, size, timeout=300.0, node=None, key=_KEY):
     """Initialise Weft (and MPI) as one world of `size` processes, this one rank
     `rank`, meeting through `store`: an object with set(key, value) and a
     get(key) that waits until the key is set (torch.distributed's stores).
@@ -258,10 +297,10 @@ def init_with_store(store, rank, size, timeout=300.0, node=None):
     weft.init(). Raises WeftError: ERR_INVALID_ARG for a bad rank or size or
     when Weft is already initialised, ERR_MPI when the MPI library made
     another world (not MPICH's startup), ERR_TIMEOUT when the ranks do not
-    meet within timeout seconds, ERR_COMM_BROKEN when rank 0's server cannot
-    be reached. node: the name of this process's node (default: its host
+    meet (or rank 0's server is not reached) within timeout seconds. node: the name of this process's node (default: its host
     name); ranks that give one name are one node to MPI and to Weft's node
-    path, so it must name the machine."""
+    path, so it must name the machine. key: the store's key for the
+    server's address."""
     from . import init, initialized, Comm
     if not (isinstance(size, int) and isinstance(rank, int) and 0 <= rank < size):
         raise WeftError(ERR_INVALID_ARG, "init_with_store: rank %r of size %r" % (rank, size))
@@ -280,24 +319,12 @@ def init_with_store(store, rank, size, timeout=300.0, node=None):
         _server = PmiServer(size, token, timeout)
         _server.start()
         host, port = _server.address
-        store.set(_KEY, "%s %d %s" % (host, port, token))
+        store.set(key, "%s %d %s" % (host, port, token))
         # after weft's own finalisation (atexit runs last-registered first):
         # the others' MPI_Finalize still talks to the server. MPI_Finalize
         # meets every rank in a PMI barrier first, so the rest is quick.
-        atexit.register(_server.wait, min(timeout, 60.0))
-    host, port, token = _store_get(store, _KEY).split(" ")
-    me = socket.gethostname()
-    addr = "127.0.0.1" if host == me else host
-    try:
-        s = socket.create_connection((addr, int(port)), timeout=timeout)
-        s.settimeout(None)  # MPI's client reads it blocking
-        s.sendall(("%s %s %d %s\n" % (_HELLO, token, rank, node or me)).encode())
-    except socket.timeout:
-        raise WeftError(ERR_TIMEOUT, "init_with_store: rank 0's server %s:%s did not answer "
-                        "within %.0f s" % (addr, port, timeout)) from None
-    except OSError as e:
-        raise WeftError(ERR_COMM_BROKEN, "init_with_store: cannot reach rank 0's server "
-                        "%s:%s: %s" % (addr, port, e)) from None
+        atexit.register(_wait_at_exit, min(timeout, 60.0))
+    s = _admitted(store, key, rank, node, time.monotonic() + timeout)
     fd = s.detach()  # MPI's client owns it from here; not inherited by children
     saved = {k: os.environ.get(k) for k in ("PMI_FD", "PMI_RANK", "PMI_SIZE", "PMI_PORT",
                                              "PMI_ID")}

@@ -146,6 +146,14 @@ def waitall(requests):
     return [r._result for r in reqs]
 
 
+def _report(exc_info):
+    """Print a callback's exception as sys.excepthook does, without the mark
+    weft.init's hook leaves for a process dying of an unhandled exception:
+    this one is not fatal."""
+    hook = sys.excepthook
+    getattr(hook, "__wrapped__", hook)(*exc_info)
+
+
 class _Dispatcher:
     def __init__(self):
         self._lock = threading.Lock()
@@ -191,7 +199,7 @@ class _Dispatcher:
         try:
             self._fire(arg or 0, status)
         except BaseException:  # never let an exception into the C caller
-            sys.excepthook(*sys.exc_info())
+            _report(sys.exc_info())
 
     def _fire(self, token, status):
         with self._lock:
@@ -221,7 +229,7 @@ class _Dispatcher:
                 try:
                     self._fire(token, status)
                 except BaseException:
-                    sys.excepthook(*sys.exc_info())
+                    _report(sys.exc_info())
             buf = buf[n * _REC.size:]
 
 

@@ -97,10 +97,13 @@ def _world_for(dist_opts):
     if _world is None and not weft.initialized() and not _launched_by_mpi() \
             and dist_opts.group_size > 1 \
             and str(dist_opts.group_size) == os.environ.get("WORLD_SIZE"):
+        from ._bootstrap import init_with_store
         timeout = getattr(dist_opts, "timeout", None)
-        _world = weft.init_with_store(dist_opts.store, dist_opts.group_rank,
-                                      dist_opts.group_size,
-                                      timeout.total_seconds() if timeout else 300.0)
+        # a key per torchrun attempt: an elastic restart may keep the store
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        _world = init_with_store(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
+                                 timeout.total_seconds() if timeout else 300.0,
+                                 key="weft/bootstrap/attempt" + attempt)
     return world_comm()
 
 
