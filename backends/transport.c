@@ -110,8 +110,11 @@ weft_status_t weft__transport_from_name(const char *name, weft_transport_t *out)
 
 void weft__transport_shutdown_all(void)
 {
+    /* Every built row's shutdown runs on every rank, whether this rank
+     * opened a communicator on it or not: a shutdown may be collective over
+     * the world (UCX's is), and another rank may have used the transport. */
     for (int i = 0; i < NROWS; i++) {
-        if (!atomic_exchange_explicit(&used[i], 0, memory_order_relaxed)) continue;
+        atomic_store_explicit(&used[i], 0, memory_order_relaxed);
         if (rows[i].shutdown != NULL) rows[i].shutdown();
     }
 }

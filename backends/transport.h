@@ -168,9 +168,10 @@ weft_transport_t weft__transport_id(const weft__transport_t *tp);
 /** A WEFT_TRANSPORT value: "auto" (and "") is WEFT_TRANSPORT_DEFAULT, the
  * others a row's name; WEFT_ERR_INVALID_ARG (not logged) for anything else. */
 weft_status_t weft__transport_from_name(const char *name, weft_transport_t *out);
-/** Shut down every transport a communicator was opened on since weft_init
- * (the rows' shutdown). weft_finalize only, after every communicator closed
- * and the engine stopped. */
+/** Shut down every transport built in (the rows' shutdown, on every rank,
+ * used here or not: a shutdown may be collective over the world).
+ * weft_finalize only, after every communicator closed and the engine
+ * stopped; collective over the world. */
 void weft__transport_shutdown_all(void);
 
 /* The rows' functions (backends/mpi, backends/ucx). */

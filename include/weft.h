@@ -176,9 +176,10 @@ WEFT_EXPORT weft_status_t weft_init(const weft_init_params_t *params);
 /**
  * Finish every operation in flight (bounded by WEFT_TIMEOUT: what does not
  * finish is failed with WEFT_ERR_FINALIZING and reported), stop and join the
- * engine, free communicators still alive. Afterwards every call returns
- * WEFT_ERR_NOT_INITIALIZED. Thread: the thread that called weft_init, with no
- * other thread inside Weft.
+ * engine, free communicators still alive, shut the transports down.
+ * Collective over MPI's world, as weft_init (and MPI_Finalize) are.
+ * Afterwards every call returns WEFT_ERR_NOT_INITIALIZED. Thread: the thread
+ * that called weft_init, with no other thread inside Weft.
  */
 WEFT_EXPORT weft_status_t weft_finalize(void);
 /** 1 between weft_init and weft_finalize. Any thread. */

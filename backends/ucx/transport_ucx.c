@@ -112,6 +112,7 @@ static int ucx_progress(void *unused);
 static ucx_peer_t *g_peers;
 static size_t g_npeers, g_cap_peers;
 static void close_endpoints(void);
+static void progress_worker(void *unused);
 
 /* g_id_lock guards the table of comm ids in use in this process. */
 static pthread_mutex_t g_id_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -271,10 +272,13 @@ out_unlock:
 }
 
 /**
- * Destroy the worker and the context (weft_finalize, after every
- * communicator was closed and the engine stopped). Thread: the finalising
- * thread, nothing else inside Weft. Safe to call when never initialised;
- * a later weft_init may open UCX again.
+ * Close the endpoints, wait for every rank to have closed its own, then
+ * destroy the worker and the context (weft_finalize, after every
+ * communicator was closed and the engine stopped). Collective over the
+ * world: every rank calls it, whether it used UCX or not
+ * (weft__transport_shutdown_all). Thread: the finalising thread, nothing
+ * else inside Weft. Safe to call when never initialised; a later weft_init
+ * may open UCX again.
  */
 void weft__transport_ucx_shutdown(void)
 {
@@ -282,6 +286,13 @@ void weft__transport_ucx_shutdown(void)
     atomic_store_explicit(&g_ready, 0, memory_order_relaxed);
     weft__progress_hook_remove(ucx_progress, NULL);
     if (g_worker != NULL) close_endpoints();
+    /* No worker goes before every rank's closes ended: over TCP a close
+     * flushes the endpoint to its peer, and fails ("Endpoint timeout", logged
+     * by UCX and here) when the peer's worker, and its sockets, are gone.
+     * The barrier progresses our worker meanwhile, for the peers' flushes. */
+    weft__ctl_t *world = weft__ctl_world();
+    if (world != NULL && weft__ctl_barrier(world, progress_worker, NULL) != WEFT_SUCCESS)
+        WEFT__ERROR("UCX transport: the closing barrier of the world failed");
     if (g_dt_ok) ucp_dt_destroy(g_dt);
     g_dt_ok = 0;
     if (g_addr != NULL) ucp_worker_release_address(g_worker, g_addr);
@@ -369,9 +380,11 @@ static void id_release(uint32_t id)
 /**
  * Close every shared endpoint and empty the table (weft_finalize, before the
  * worker is destroyed). Every communicator is closed, so nothing is in
- * flight and the flush completes locally, even if a peer has finalized
- * already (force mode would need UCP_ERR_HANDLING_MODE_PEER endpoints: UCX
- * answers it with "Invalid parameter" here). Progresses the worker until the
+ * flight; the flush still talks to the peer over TCP, so the peers keep
+ * their workers until every rank's closes ended (the world barrier in
+ * weft__transport_ucx_shutdown). Force mode would need
+ * UCP_ERR_HANDLING_MODE_PEER endpoints: UCX answers it with "Invalid
+ * parameter" here. Progresses the worker until the
  * closes completed; one still pending after UCX_CLOSE_TIMEOUT_S is left to the worker's
  * destruction and reported. Thread: the finalising thread (takes the
  * progress lock per pass, like every use of the worker). Errors are logged.

@@ -11,11 +11,19 @@ import torch.distributed as dist
 
 import weft.torch
 
+pmi_before = {k: os.environ.get(k) for k in ("PMI_FD", "PMI_RANK", "PMI_SIZE")}
 dist.init_process_group("weft")
 rank, size = dist.get_rank(), dist.get_world_size()
 assert (rank, size) == (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
 assert weft.torch.world_comm().size == size and weft.torch.world_comm().rank == rank
-assert "PMI_FD" not in os.environ
+# the connection handed to MPI_Init is not left in the environment
+assert {k: os.environ.get(k) for k in pmi_before} == pmi_before
+# TORCHRUN_TEST_NODES=k: torchrun ran on k nodes, which MPI and Weft must see
+# (WEFT_ALLREDUCE_ALGO=shm: single copy on one node, hierarchical on several)
+nodes = int(os.environ.get("TORCHRUN_TEST_NODES", "1"))
+if size > 1 and os.environ.get("WEFT_ALLREDUCE_ALGO") == "shm":
+    algo = weft.torch.world_comm().algorithm("allreduce", 1 << 20)
+    assert algo == ("shm" if nodes == 1 else "hierarchical"), algo
 
 x = torch.arange(1 << 16, dtype=torch.float64) * (rank + 1)
 dist.all_reduce(x)
