@@ -223,3 +223,41 @@ def test_callback_error_is_not_fatal(mode):
     [(rc, out)] = run_all([["mpiexec", "-n", "2", PY, "-c", script]], 120, env)
     assert rc == 0 and out.count("main done") == 2, out
     assert "callback fails" in out and "leaves without finalising" not in out, out
+
+
+TCP_INIT = """
+import sys, torch, torch.distributed as dist
+import weft, weft.torch
+rank, size, port, early = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4] == "1"
+if early:
+    weft.init()  # a world of one: init_process_group must refuse, saying why
+try:
+    dist.init_process_group("weft", init_method="tcp://127.0.0.1:" + port, rank=rank,
+                            world_size=size)
+except weft.WeftError as e:
+    print("refused:", e.status == weft.ERR_INVALID_ARG, e, flush=True)
+    sys.exit(3)
+x = torch.arange(5, dtype=torch.float64) * (rank + 1)
+dist.all_reduce(x)
+assert torch.equal(x, torch.arange(5, dtype=torch.float64) * (size * (size + 1) // 2)), x
+print("rank %d of %d: ok" % (rank, size), flush=True)
+"""
+
+
+@pytest.mark.parametrize("early", [False, True], ids=["tcp-init", "weft-init-first"])
+def test_init_method_without_launcher(early):
+    """Ranks given to init_process_group by hand (init_method tcp://, no
+    RANK or WORLD_SIZE in the environment) make Weft's world through the
+    store too; a world of one made by an early weft.init() is refused with a
+    message that says what to do."""
+    port = str(free_port())
+    env = dict(os.environ)
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+        env.pop(k, None)
+    res = run_all([[PY, "-c", TCP_INIT, str(r), "2", port, str(int(early))] for r in range(2)],
+                  120, env)
+    for r, (rc, out) in enumerate(res):
+        if early:
+            assert rc == 3 and "refused: True" in out and "weft.init()" in out, out
+        else:
+            assert rc == 0 and "rank %d of 2: ok" % r in out, out

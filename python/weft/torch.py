@@ -12,7 +12,8 @@ Weft and sets RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT
 (a free port chosen by rank 0 and broadcast by Weft), so that the unmodified
 `init_process_group("weft")` and any gloo group beside it find their store.
 Under torchrun (or any launcher that sets RANK and WORLD_SIZE without
-MPI's process manager), creating the default group initialises Weft through
+MPI's process manager, or with rank and world_size given to
+init_process_group), creating the default group initialises Weft through
 torch's store: weft.init_with_store, where rank 0 serves MPI's startup.
 
 What the backend serves: allreduce (sum, avg, min, max, product, band,
@@ -90,13 +91,15 @@ def _launched_by_mpi():
                                           "PMIX_RANK", "MPI_LOCALRANKID"))
 
 
-def _world_for(dist_opts):
+def _world_for(dist_opts, ranks):
     """The Weft world for torch's group: made through the group's store when
-    this is the default group of a job that no MPI launcher started."""
+    this is the default group (torch makes it first; ranks: the group's
+    global ranks, [] when torch does not say) of a job that no MPI launcher
+    started (torchrun, or ranks given to init_process_group by hand)."""
     global _world
-    if _world is None and not weft.initialized() and not _launched_by_mpi() \
-            and dist_opts.group_size > 1 \
-            and str(dist_opts.group_size) == os.environ.get("WORLD_SIZE"):
+    size = dist_opts.group_size
+    if _world is None and not weft.initialized() and not _launched_by_mpi() and size > 1 \
+            and ranks in ([], list(range(size))):
         from ._bootstrap import init_with_store
         timeout = getattr(dist_opts, "timeout", None)
         # a key per torchrun attempt: an elastic restart may keep the store
@@ -907,7 +910,11 @@ def _create(dist_opts, backend_opts):
     rank = dist_opts.group_rank
     size = dist_opts.group_size
     ranks = list(getattr(dist_opts, "global_ranks_in_group", None) or [])
-    world = _world_for(dist_opts)
+    world = _world_for(dist_opts, ranks)
+    if world.size == 1 and size > 1:
+        raise WeftError(ERR_INVALID_ARG, "torch's group has %d ranks, Weft's (MPI's) world one: "
+                        "launch with mpiexec -n N or torchrun, and let init_process_group make "
+                        "Weft's world (do not call weft.init() before it)" % size)
     if not ranks:  # a torch that does not say: only the whole world is known
         if size != world.size:
             raise WeftError(ERR_UNSUPPORTED, "weft backend: this torch does not give a group's "
