@@ -12,8 +12,9 @@ WEFT_PY_COMPLETION (read at import):
 
   thread   (default) Weft itself writes a 16-byte record (token, status) to
            a pipe (weft_request_notify_fd: C only, no Python, no GIL on the
-           engine thread); one daemon thread reads the pipe and runs the
-           Python callbacks.
+           engine thread); a daemon thread reads the pipe and runs the
+           Python callbacks (another joins it while a callback waits for a
+           later operation: _Dispatcher.spare).
   inline   a ctypes callback runs the Python callbacks on the engine
            thread, which must first take the GIL and holds it for as long as
            they take (every ctypes callback does): while another Python
@@ -33,7 +34,7 @@ import sys
 import threading
 
 from . import _lib
-from ._errors import WeftError, check, ERR_INVALID_REQUEST
+from ._errors import WeftError, check, ERR_INVALID_REQUEST, ERR_UNSUPPORTED
 
 _MODE = os.environ.get("WEFT_PY_COMPLETION", "thread")
 if _MODE not in ("thread", "inline"):
@@ -154,6 +155,11 @@ def _report(exc_info):
     getattr(hook, "__wrapped__", hook)(*exc_info)
 
 
+# Readers of the completion pipe at most: one, plus one per callback that
+# waits, inside, on a later operation (spare()).
+_MAX_READERS = 8
+
+
 class _Dispatcher:
     def __init__(self):
         self._lock = threading.Lock()
@@ -161,15 +167,41 @@ class _Dispatcher:
         self._next = 1
         self._cfunc = _lib.CALLBACK(self._c_callback)
         self._rfd = self._wfd = None
-        self._thread = None
         self._pid = None
+        self._readers = 0           # reader threads started (under _lock)
+        self._idle = 0              # of them, those waiting for the pipe (under _lock)
+        self._tls = threading.local()
 
     def _start_thread(self):
-        # After fork (or at first use) the reader thread must be ours.
+        # After fork (or at first use) the reader threads must be ours.
         self._rfd, self._wfd = os.pipe()
         self._pid = os.getpid()
-        self._thread = threading.Thread(target=self._run, name="weft-completion", daemon=True)
-        self._thread.start()
+        self._readers = self._idle = 0
+        self._add_reader()
+
+    def _add_reader(self):
+        # Under _lock (or before any reader exists).
+        self._readers += 1
+        name = "weft-completion" + ("-%d" % self._readers if self._readers > 1 else "")
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def spare(self):
+        """A callback running on a reader is about to wait for a later
+        operation's completion (torch's PowerSGD hook waits on a collective's
+        future inside a future's callback): make sure another reader serves
+        the pipe meanwhile, or that completion would wait for this very
+        thread. In inline mode the callback runs on Weft's engine thread,
+        which nothing can stand in for: refused (WEFT_ERR_UNSUPPORTED) rather
+        than left to hang. A no-op elsewhere. Any thread."""
+        if getattr(self._tls, "inline", False):
+            raise WeftError(ERR_UNSUPPORTED, "a collective's future taken inside a completion "
+                            "callback with WEFT_PY_COMPLETION=inline: a wait on it there would "
+                            "stop Weft's engine; use WEFT_PY_COMPLETION=thread (the default)")
+        if not getattr(self._tls, "reader", False):
+            return
+        with self._lock:
+            if self._idle == 0 and self._readers < _MAX_READERS:
+                self._add_reader()
 
     def register(self, req, fn):
         if _MODE == "thread" and self._pid != os.getpid():
@@ -196,10 +228,13 @@ class _Dispatcher:
 
     def _c_callback(self, arg, status):
         # inline mode: on Weft's completing thread, with the GIL (ctypes took it).
+        self._tls.inline = True
         try:
             self._fire(arg or 0, status)
         except BaseException:  # never let an exception into the C caller
             _report(sys.exc_info())
+        finally:
+            self._tls.inline = False
 
     def _fire(self, token, status):
         with self._lock:
@@ -214,12 +249,21 @@ class _Dispatcher:
             req._release_done()
 
     def _run(self):
+        # Several readers may share the pipe: every record is one 16-byte
+        # write (atomic) and every read asks for whole records, so a read
+        # returns whole records only.
+        self._tls.reader = True
         buf = b""
         while True:
+            with self._lock:
+                self._idle += 1
             try:
                 chunk = os.read(self._rfd, 4096 * _REC.size)
             except OSError:
                 return
+            finally:
+                with self._lock:
+                    self._idle -= 1
             if not chunk:
                 return
             buf += chunk

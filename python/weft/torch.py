@@ -59,6 +59,7 @@ from torch._C._distributed_c10d import Backend as _C10dBackend, Work as _C10dWor
 
 import weft
 from weft import WeftError
+from weft._request import _dispatcher as _completions
 from weft._errors import ERR_UNSUPPORTED, ERR_INVALID_ARG, ERR_OP, ERR_DATATYPE, ERR_TIMEOUT
 
 BACKEND_NAME = "weft"
@@ -231,6 +232,10 @@ class _Work(_C10dWork):
             if self._lock is None:
                 self._lock = threading.Lock()
             self._fut = torch.futures.Future()
+            # Taken inside a future's callback, on a completion thread, the
+            # future may be waited for right there (PowerSGD's hook does):
+            # another thread must then complete it.
+            _spare_reader()
             # Requests already done (test() never blocks) complete the future
             # here, without a trip through the completion thread.
             live = [r for r in self._reqs if r._status is None and not _done_now(r)]
@@ -285,6 +290,9 @@ class _Work(_C10dWork):
 
     def synchronize(self):
         self.wait()
+
+
+_spare_reader = _completions.spare
 
 
 def _seconds(timeout):
