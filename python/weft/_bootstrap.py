@@ -116,9 +116,12 @@ class PmiServer:
                                    % (len(self._by_rank), self.size, self.timeout))
                         break
                 for key, _ in self._sel.select(left):
+                    # an event of this batch may be for what an earlier one
+                    # closed (the listener, once everyone is in; a dropped rank)
                     if key.data is None:
-                        self._accept()
-                    else:
+                        if self._listen is not None:
+                            self._accept()
+                    elif key.data.sock.fileno() >= 0:
                         self._read(key.data)
         except Exception as e:  # a bug here must not pass silently
             self._fail("server error: %r" % (e,))
@@ -141,6 +144,8 @@ class PmiServer:
         self._sel.register(s, selectors.EVENT_READ, _Conn(s))
 
     def _drop(self, c):
+        if c.sock.fileno() < 0:  # dropped already
+            return
         self._sel.unregister(c.sock)
         c.sock.close()
         if c.rank is not None:
@@ -159,6 +164,10 @@ class PmiServer:
             self._drop(c)
             return
         c.buf += data
+        if c.rank is None and len(c.buf) > 4096:  # no hello line: not a rank of ours
+            self._sel.unregister(c.sock)
+            c.sock.close()
+            return
         self._drain(c)
 
     def _drain(self, c):
@@ -179,8 +188,8 @@ class PmiServer:
 
     def _hello(self, c, line):
         parts = line.split(" ")
-        ok = len(parts) == 4 and parts[0] == _HELLO and secrets.compare_digest(parts[1],
-                                                                               self.token)
+        ok = len(parts) == 4 and parts[0] == _HELLO and secrets.compare_digest(
+            parts[1].encode(), self.token.encode())
         rank = int(parts[2]) if ok and parts[2].isdigit() else -1
         if not ok or not 0 <= rank < self.size or rank in self._by_rank:
             self._sel.unregister(c.sock)  # not one of the job's processes
