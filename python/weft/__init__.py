@@ -38,6 +38,7 @@ from ._dtypes import (INT8, UINT8, INT32, UINT32, INT64, UINT64, FLOAT16, BFLOAT
 from . import _dtypes
 from ._buffers import resolve as _resolve
 from ._request import Request, waitall, MODE as COMPLETION_MODE
+from ._bootstrap import init_with_store  # worlds started without an MPI launcher
 
 __version__ = "0.1.0"
 
@@ -76,17 +77,6 @@ def init():
         atexit.register(_finalize_at_exit)
         sys.excepthook = _noting_failure(sys.excepthook)
     _state["atexit"] = True
-
-
-def init_with_store(store, rank, size, timeout=300.0, node=None):
-    """Initialise Weft as one world of `size` processes started without an
-    MPI launcher (torchrun, a job's own spawner), meeting through `store`
-    (set(key, value), and get(key) that waits: torch.distributed's stores).
-    node: this process's node name (default: its host name). Rank 0 serves
-    MPI's startup; see doc/python.md, "Launching". Returns the world
-    communicator."""
-    from ._bootstrap import init_with_store as _init_with_store
-    return _init_with_store(store, rank, size, timeout, node)
 
 
 def finalize():
