@@ -235,7 +235,7 @@ class _Work(_C10dWork):
             # Taken inside a future's callback, on a completion thread, the
             # future may be waited for right there (PowerSGD's hook does):
             # another thread must then complete it.
-            _spare_reader()
+            _completions.spare()
             # Requests already done (test() never blocks) complete the future
             # here, without a trip through the completion thread.
             live = [r for r in self._reqs if r._status is None and not _done_now(r)]
@@ -290,9 +290,6 @@ class _Work(_C10dWork):
 
     def synchronize(self):
         self.wait()
-
-
-_spare_reader = _completions.spare
 
 
 def _seconds(timeout):
