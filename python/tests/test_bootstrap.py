@@ -27,6 +27,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def launcher_free_env(**extra):
+    """This environment without what a launcher (mpiexec, torchrun) set in
+    it, plus extra: the jobs here are started as no launcher would."""
+    env = dict(os.environ, **extra)
+    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMI_RANK", "PMI_SIZE",
+              "PMI_FD", "MPI_LOCALRANKID", "TORCHELASTIC_RUN_ID"):
+        env.pop(k, None)
+    return env
+
+
 def run_all(cmds, timeout, env=None):
     """Start every command in a session of its own, wait for all of them
     (timeout seconds in all), kill every process group that is left.
@@ -182,10 +192,7 @@ def test_missing_rank_fails_fast():
 @pytest.mark.parametrize("nproc,base", [(2, ""), (3, ""), (2, "ProcessGroup")],
                          ids=["n2", "n3", "n2-pgbase"])
 def test_torchrun(nproc, base):
-    env = dict(os.environ, WEFT_PY_TORCH_BASE=base)
-    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMI_RANK", "PMI_SIZE",
-              "PMI_FD", "MPI_LOCALRANKID"):
-        env.pop(k, None)
+    env = launcher_free_env(WEFT_PY_TORCH_BASE=base)
     [(rc, out)] = run_all([[TORCHRUN, "--standalone", "--nproc-per-node", str(nproc),
                             os.path.join(HERE, "torchrun_job.py")]], 240, env)
     assert rc == 0, out
@@ -200,9 +207,7 @@ def test_torchrun_restart_after_failure():
     restarts both, and the second attempt (a new world, from the same
     store) trains. Before, rank 1 waited until WEFT_TIMEOUT (600 s here,
     past this test's limit)."""
-    env = dict(os.environ, TORCHRUN_TEST_FAIL="1", WEFT_TIMEOUT="600")
-    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "PMI_RANK", "PMI_SIZE"):
-        env.pop(k, None)
+    env = launcher_free_env(TORCHRUN_TEST_FAIL="1", WEFT_TIMEOUT="600")
     [(rc, out)] = run_all([[TORCHRUN, "--standalone", "--max-restarts", "1",
                             "--nproc-per-node", "2", os.path.join(HERE, "torchrun_job.py")]],
                           150, env)
@@ -265,9 +270,7 @@ def test_init_method_without_launcher(early):
     store too; a world of one made by an early weft.init() is refused with a
     message that says what to do."""
     port = str(free_port())
-    env = dict(os.environ)
-    for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
-        env.pop(k, None)
+    env = launcher_free_env()
     res = run_all([[PY, "-c", TCP_INIT, str(r), "2", port, str(int(early))] for r in range(2)],
                   120, env)
     for r, (rc, out) in enumerate(res):
