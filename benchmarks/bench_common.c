@@ -5,6 +5,7 @@
 #include "bench_common.h"
 #include "weft_cli.h"
 #include <sched.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <ctype.h>
@@ -62,6 +63,10 @@ static void mpi_err(const bench_ctx_t *b, int rc, const char *call)
     if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "code %d", rc);
     bench_error(b, "%s failed: %s", call, msg);
 }
+
+/* --thp, set by bench_parse before any buffer is made (main thread). */
+static int bench_hugepages;
+static void print_pages(void);
 
 #define BENCH_MPI(b, call)                                                     \
     do {                                                                       \
@@ -255,6 +260,8 @@ void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
         "                       recursive_doubling, rabenseifner, tree, mpi, ... (default auto)\n"
         "  --csv FILE           also write the figures as CSV to FILE\n"
         "  --quiet              no progress lines on stderr\n"
+        "  --thp                buffers 2 MiB-aligned and advised MADV_HUGEPAGE (transparent\n"
+        "                       huge pages, as on a node whose THP mode is \"always\")\n"
         "  -h, --help           this text\n"
         "  -V, -v, --version    version and build options\n"
         "%s%s%s%s"
@@ -422,13 +429,14 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
      * answers BENCH_OPT_NEEDS_VALUE (an option with a value), BENCH_OPT_OK (a
      * flag, taken there and then) or BENCH_OPT_UNKNOWN (left for getopt_long
      * to report). */
-    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_OSU, OPT_FLOOR, OPT_EXTRA };
+    enum { OPT_CSV = 256, OPT_BUDGET, OPT_QUIET, OPT_OSU, OPT_FLOOR, OPT_HUGE, OPT_EXTRA };
     static const struct option shared[] = {
         {"rounds", required_argument, NULL, 'r'}, {"csv", required_argument, NULL, OPT_CSV},
         {"budget", required_argument, NULL, OPT_BUDGET}, {"quiet", no_argument, NULL, OPT_QUIET},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {"osu", optional_argument, NULL, OPT_OSU}, {"full", no_argument, NULL, 'f'},
         {"validation", no_argument, NULL, 'c'}, {"floor", no_argument, NULL, OPT_FLOOR},
+        {"thp", no_argument, NULL, OPT_HUGE},
         /* OSU OMB 7's long spellings of the short options */
         {"message-size", required_argument, NULL, 'm'}, {"iterations", required_argument, NULL, 'i'},
         {"warmup", required_argument, NULL, 'x'}, {"type", required_argument, NULL, 'T'},
@@ -554,6 +562,10 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
             break;
         case OPT_FLOOR:
             o->floor = 1;
+            break;
+        case OPT_HUGE:
+            o->thp = 1;
+            bench_hugepages = 1;
             break;
         case 'f':
             o->full = 1;
@@ -742,6 +754,7 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
                : n < online  ? " (bound to a subset; Weft's engine thread shares it)"
                              : " (not bound)");
     }
+    print_pages();
     if (o->iters > 0)
         printf(
             "# Timing: variants interleaved (Weft, MPI, ...), %d rounds, %ld iterations per size "
@@ -757,14 +770,72 @@ void bench_print_header(const bench_ctx_t *b, const bench_opts_t *o, const char 
 }
 
 /* ---- buffers ------------------------------------------------------------------------ */
+#define BENCH_HUGE_BYTES ((size_t)2 << 20)
+
 void *bench_alloc(size_t bytes)
 {
     if (bytes == 0) bytes = 1;
-    size_t rounded = (bytes + 63) & ~(size_t)63;
+    size_t align = bench_hugepages ? BENCH_HUGE_BYTES : 64;
+    size_t rounded = (bytes + align - 1) & ~(align - 1);
     if (rounded < bytes) return NULL;
-    void *p = aligned_alloc(64, rounded);
-    if (p) memset(p, 0, rounded);
+    void *p = aligned_alloc(align, rounded);
+    if (p == NULL) return NULL;
+    /* Advice only: where the kernel has no huge page to give (THP "never",
+     * fragmented memory) the buffer is still usable with small pages, and the
+     * header's "# Pages:" line reports what the process got. */
+    if (bench_hugepages && madvise(p, rounded, MADV_HUGEPAGE) != 0)
+        fprintf(stderr, "warning: madvise(MADV_HUGEPAGE) on %zu bytes: %s\n", rounded,
+                strerror(errno));
+    memset(p, 0, rounded);
     return p;
+}
+
+/* The kernel's transparent-huge-page mode, the bracketed word of
+ * /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise", "never"),
+ * or "unknown". */
+static const char *thp_mode(char *buf, size_t len)
+{
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128] = "";
+    int got = f != NULL && fgets(line, sizeof line, f) != NULL;
+    if (f != NULL) fclose(f);
+    const char *open = got ? strchr(line, '[') : NULL;
+    const char *close = open ? strchr(open, ']') : NULL;
+    if (close == NULL || (size_t)(close - open) > len) return "unknown";
+    snprintf(buf, len, "%.*s", (int)(close - open - 1), open + 1);
+    return buf;
+}
+
+/* Anonymous memory of this process in huge pages, in KiB (AnonHugePages of
+ * /proc/self/smaps_rollup); -1 when it cannot be read. */
+static long anon_huge_kib(void)
+{
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+    if (f == NULL) return -1;
+    char line[256];
+    long kib = -1;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "AnonHugePages: %ld kB", &kib) == 1) break;
+    fclose(f);
+    return kib;
+}
+
+/* The "# Pages:" header line: what --thp asked, the kernel's mode, and
+ * how much of rank 0's memory is in huge pages at the time of the header
+ * (after the program's buffers are made, but for weft_osu_halo's, made per
+ * size). Rank 0. */
+static void print_pages(void)
+{
+    char mode[32];
+    long kib = anon_huge_kib();
+    printf("# Pages: %s; transparent huge pages: %s; rank 0 has ",
+           bench_hugepages ? "--thp (buffers advised MADV_HUGEPAGE)" : "buffers as aligned_alloc gives them",
+           thp_mode(mode, sizeof mode));
+    if (kib < 0)
+        printf("? (AnonHugePages unreadable)");
+    else
+        printf("%ld MiB", kib / 1024);
+    printf(" in huge pages\n");
 }
 
 int bench_all_ok(const bench_ctx_t *b, int ok)

@@ -105,6 +105,8 @@ typedef struct bench_opts {
     int validate;                /* -c, --validation: check every result (--osu) */
     int floor;                   /* --floor: also time the memory floor (programs whose
                                   * bench_spec_t.floor is set; not with --osu) */
+    int thp;                     /* --thp: bench_alloc's buffers 2 MiB-aligned and
+                                  * advised MADV_HUGEPAGE before their first touch */
 } bench_opts_t;
 
 /* bench_opts_t.osu: which library --osu times in OSU OMB 7's layout. */
@@ -172,6 +174,7 @@ enum {
  *   --csv FILE   --quiet   -h | --help   -V | -v | --version
  *   --osu[=weft|mpi]  -f | --full  -c | --validation   (programs with spec->osu)
  *   --floor                                           (programs with spec->floor)
+ *   --thp      (every buffer bench_alloc makes afterwards: transparent huge pages)
  * OSU OMB 7's spellings are taken too: --message-size, --iterations,
  * --warmup, --type (also mpi_char, mpi_int, mpi_float), -m MIN: and -m :MAX.
  * Long options may be written --opt=VALUE or --opt VALUE. Every rank parses
@@ -221,7 +224,11 @@ int bench_apply_algo(const bench_ctx_t *b, const bench_opts_t *o, weft_coll_t co
  */
 void bench_fill(void *buf, size_t count, weft_datatype_t dt, int rank);
 
-/** Allocate `bytes` (at least 1) aligned to 64 bytes, zeroed; NULL on failure. */
+/** Allocate `bytes` (at least 1) aligned to 64 bytes, zeroed; NULL on failure.
+ * After bench_parse saw --thp: aligned to 2 MiB, the size rounded up to
+ * 2 MiB, advised MADV_HUGEPAGE before it is zeroed, so that the kernel backs it
+ * with transparent huge pages where it can (doc/benchmarks.md, "Huge pages").
+ * Free with free(). Main thread. */
 void *bench_alloc(size_t bytes);
 /** 1 when ok is nonzero on every rank, else 0 on every rank (an MPI failure
  * reported). Collective over b->ctl. */

@@ -257,13 +257,18 @@ def check_floor(mpiexec, program, coll, tmp):
     table and floor_us, weft_floor_ratio at the CSV's end, numeric, positive,
     the ratio the quotient of the figures printed beside it; without --floor
     the output is the default one; --floor with --osu and on a collective
-    without a floor is a usage error (exit 2)."""
+    without a floor is a usage error (exit 2). The --floor run also gives
+    --thp (2 MiB-aligned buffers advised MADV_HUGEPAGE), whose '# Pages:'
+    line says so; the default run's says it was not given."""
     opts = ["--coll", coll] if os.path.basename(program) == "weft_osu_coll" else []
     base = opts + ["-m", "64K:256K", "-r", "3", "--budget", "0.02"]
     want_sizes = sizes(65536, 262144)
     path = os.path.join(tmp, coll + "-floor.csv")
-    out = run(mpiexec, program, base + ["--floor"], path)
+    out = run(mpiexec, program, base + ["--floor", "--thp"], path)
     lines = out.splitlines()
+    pages = [l for l in lines if l.startswith("# Pages:")]
+    check(len(pages) == 1 and "--thp" in pages[0] and "transparent huge pages:" in pages[0],
+          "%s --thp: the '# Pages:' line does not say so: %r" % (coll, pages))
     floor = [l for l in lines if l.startswith("# Floor:")]
     reduction = coll in ("allreduce", "reduce_scatter")
     what = {"allreduce": "the n-byte vector", "reduce_scatter": "p blocks", "allgather": "p blocks"}[coll]
@@ -304,6 +309,8 @@ def check_floor(mpiexec, program, coll, tmp):
     path = os.path.join(tmp, coll + "-default.csv")
     out = run(mpiexec, program, base, path)
     check("Floor" not in out and "Weft/MPI" in out, "%s: the default output changed:\n%s" % (coll, out))
+    check("# Pages: buffers as aligned_alloc gives them" in out,
+          "%s: no '# Pages:' line saying --thp was not given:\n%s" % (coll, out))
     with open(path) if os.path.exists(path) else open(os.devnull) as f:
         header = next((l.strip().split(",") for l in f if not l.startswith("#")), [])
     check(header == DEFAULT_CSV, "%s: default CSV header %r" % (coll, header))
