@@ -216,17 +216,44 @@ def test_torchrun_restart_after_failure():
     assert "rank 0 of 2: ok" in out and "rank 1 of 2: ok" in out, out
 
 
-def test_failed_rank_ends_mpiexec_job():
-    """Under mpiexec: a rank that dies of an exception ends the job at once."""
-    script = ("import numpy as np, weft; weft.init(); c = weft.Comm.world(); "
+FAILURES = {
+    "raise": ("raise RuntimeError('rank 1 fails')", "an unhandled exception"),
+    "exit": ("print('rank 1 fails'); sys.exit(3)", "sys.exit(3)"),
+    "exit-message": ("sys.exit('rank 1 fails')", "sys.exit('rank 1 fails')"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(FAILURES))
+def test_failed_rank_ends_mpiexec_job(how):
+    """Under mpiexec: a rank that dies of an exception, or calls sys.exit
+    with an error status, ends the job at once (rank 0 waits in a barrier
+    for it, WEFT_TIMEOUT is 600 s and the limit 120 s)."""
+    fail, why = FAILURES[how]
+    script = ("import sys, numpy as np, weft; weft.init(); c = weft.Comm.world(); "
               "x = np.ones(4); c.allreduce(x)\n"
-              "if c.rank == 1: raise RuntimeError('rank 1 fails')\n"
+              "if c.rank == 1: " + fail + "\n"
               "c.barrier(); print('rank', c.rank, 'passed the barrier')")
     env = dict(os.environ, WEFT_TIMEOUT="600", WEFT_PY_TORCH_FIRST="0")
     [(rc, out)] = run_all([["mpiexec", "-n", "2", PY, "-c", script]], 120, env)
     assert rc != 0 and "rank 1 fails" in out, out
     assert "passed the barrier" not in out, out
-    assert "leaves without finalising" in out, out
+    assert "weft: %s: this process leaves without finalising" % why in out, out
+
+
+def test_successful_exits_finalize():
+    """sys.exit(0), sys.exit(None) and sys.exit(3) on a thread other than the
+    main one (which ends that thread only) are no failure: every rank
+    finalises (the job's status is 0) and nobody says it leaves without."""
+    script = ("import sys, threading, numpy as np, weft; weft.init(); c = weft.Comm.world()\n"
+              "t = threading.Thread(target=sys.exit, args=(3,)); t.start(); t.join()\n"
+              "x = np.ones(4); c.allreduce(x); c.barrier()\n"
+              "if c.rank == 0: print('both ranks passed the barrier', x[0])\n"
+              "sys.exit(0 if c.rank == 0 else None)")
+    env = dict(os.environ, WEFT_TIMEOUT="60", WEFT_PY_TORCH_FIRST="0")
+    [(rc, out)] = run_all([["mpiexec", "-n", "2", PY, "-c", script]], 120, env)
+    assert rc == 0, out
+    assert "both ranks passed the barrier 2.0" in out, out
+    assert "without finalising" not in out, out
 
 
 

@@ -24,6 +24,7 @@ See doc/python.md.
 import atexit
 import ctypes
 import sys
+import threading
 
 from . import _lib
 from ._lib import IN_PLACE_PTR as _INPL
@@ -76,6 +77,7 @@ def init():
     if not _state["atexit"]:
         atexit.register(_finalize_at_exit)
         sys.excepthook = _noting_failure(sys.excepthook)
+        sys.exit = _noting_exit(sys.exit)
     _state["atexit"] = True
 
 
@@ -93,30 +95,48 @@ def initialized():
     return bool(_lib.weft_initialized())
 
 
-_state = {"atexit": False, "failed": False}
+_state = {"atexit": False, "failed": None}  # failed: why this process ends in error
 
 
 def _noting_failure(hook):
     """sys.excepthook, noting that the process dies of an unhandled exception."""
     def excepthook(kind, value, tb):
-        _state["failed"] = True
+        _state["failed"] = "an unhandled exception"
         hook(kind, value, tb)
     excepthook.__wrapped__ = hook  # what reports a non-fatal error (_request.py)
     return excepthook
 
 
+def _noting_exit(exit_):
+    """sys.exit, noting an exit status other than 0 (as Python counts it: None
+    and 0 are success, any other int that status, anything else 1). The
+    process is taken to end with it: a program that catches the SystemExit
+    and goes on (a test runner) should call weft.finalize() itself, or it
+    leaves without finalising too. `raise SystemExit(n)` and the interactive
+    exit()/quit() are not seen, nor is sys.exit on another thread than the
+    main one (it ends that thread only)."""
+    def exit(status=None):
+        if not (status is None or (isinstance(status, int) and status == 0)) and \
+                threading.current_thread() is threading.main_thread():
+            _state["failed"] = "sys.exit(%r)" % (status,)
+        exit_(status)
+    exit.__wrapped__ = exit_
+    exit.__doc__ = exit_.__doc__
+    return exit
+
+
 def _finalize_at_exit():
-    """At exit, finalise Weft (and MPI), unless an unhandled exception ends
-    the process: MPI_Finalize waits for every other rank, which may wait in
-    a collective for this one until WEFT_TIMEOUT. So a failed rank leaves
-    without it (memfd segments and sockets go with the process), and its
-    launcher sees it end at once: mpiexec then ends the job, torchrun stops
-    (or restarts) the workers."""
+    """At exit, finalise Weft (and MPI), unless an unhandled exception or
+    sys.exit with an error status ends the process: MPI_Finalize waits for
+    every other rank, which may wait in a collective for this one until
+    WEFT_TIMEOUT. So a failed rank leaves without it (memfd segments and
+    sockets go with the process), and its launcher sees it end at once:
+    mpiexec then ends the job, torchrun stops (or restarts) the workers."""
     if not _lib.weft_initialized():
         return
     if _state["failed"]:
-        print("weft: unhandled exception: this process leaves without finalising Weft and MPI, "
-              "so that its launcher ends the job", file=sys.stderr, flush=True)
+        print("weft: %s: this process leaves without finalising Weft and MPI, "
+              "so that its launcher ends the job" % _state["failed"], file=sys.stderr, flush=True)
         return
     _lib.weft_finalize()
 
