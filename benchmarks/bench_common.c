@@ -790,22 +790,6 @@ void *bench_alloc(size_t bytes)
     return p;
 }
 
-/* The kernel's transparent-huge-page mode, the bracketed word of
- * /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise", "never"),
- * or "unknown". */
-static const char *thp_mode(char *buf, size_t len)
-{
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    char line[128] = "";
-    int got = f != NULL && fgets(line, sizeof line, f) != NULL;
-    if (f != NULL) fclose(f);
-    const char *open = got ? strchr(line, '[') : NULL;
-    const char *close = open ? strchr(open, ']') : NULL;
-    if (close == NULL || (size_t)(close - open) > len) return "unknown";
-    snprintf(buf, len, "%.*s", (int)(close - open - 1), open + 1);
-    return buf;
-}
-
 /* Anonymous memory of this process in huge pages, in KiB (AnonHugePages of
  * /proc/self/smaps_rollup); -1 when it cannot be read. */
 static long anon_huge_kib(void)
@@ -830,7 +814,7 @@ static void print_pages(void)
     long kib = anon_huge_kib();
     printf("# Pages: %s; transparent huge pages: %s; rank 0 has ",
            bench_hugepages ? "--thp (buffers advised MADV_HUGEPAGE)" : "buffers as aligned_alloc gives them",
-           thp_mode(mode, sizeof mode));
+           weft_cli_thp_mode(mode, sizeof mode));
     if (kib < 0)
         printf("? (AnonHugePages unreadable)");
     else

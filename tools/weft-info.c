@@ -143,6 +143,26 @@ static void print_transports(void)
     printf("  auto   ->   %s\n", chosen ? chosen : "(none built)");
 }
 
+/* The page size the node's shared-memory path meets in programs' buffers: it
+ * reads a peer's buffer by cross-memory attach, which pins every page it
+ * reads, so 2 MiB pages make large transfers cheaper (doc/design.md, "Nodes",
+ * "Huge pages are the caller's to choose"). */
+static void print_pages(void)
+{
+    char buf[32];
+    const char *mode = weft_cli_thp_mode(buf, sizeof buf);
+    const char *what =
+        strcmp(mode, "always") == 0 ? "large buffers get 2 MiB pages unless the program declines"
+        : strcmp(mode, "madvise") == 0
+            ? "large buffers get 2 MiB pages only where the program asks (numpy and Loom do;\n"
+              "  PyTorch with THP_MEM_ALLOC_ENABLE=1, malloc with GLIBC_TUNABLES=glibc.malloc.hugetlb=1)"
+        : strcmp(mode, "never") == 0 ? "buffers stay on small pages"
+                                     : "the kernel does not say";
+    printf("Pages: transparent huge pages: %s\n  %s;\n"
+           "  the shared-memory path pins every page it reads of another process\n",
+           mode, what);
+}
+
 static void print_algorithms(void)
 {
     printf("Algorithms (registry order; '*' = explicit only, never chosen by the cost model;\n"
@@ -477,6 +497,7 @@ int main(int argc, char **argv)
                weft__g.oversubscribed ? ", oversubscribed node" : "");
         print_backends();
         print_transports();
+        print_pages();
         print_algorithms();
         if (vars) print_vars();
         int nrules = weft__tuning_nrules();

@@ -147,3 +147,16 @@ int weft_cli_parse_double(const char *s, double lo, double hi, double *out)
     *out = v;
     return 0;
 }
+
+const char *weft_cli_thp_mode(char *buf, size_t len)
+{
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128] = "";
+    int got = f != NULL && fgets(line, sizeof line, f) != NULL;
+    if (f != NULL) fclose(f);
+    const char *open = got ? strchr(line, '[') : NULL;
+    const char *close = open ? strchr(open, ']') : NULL;
+    if (close == NULL || close - open < 2 || (size_t)(close - open) > len) return "unknown";
+    snprintf(buf, len, "%.*s", (int)(close - open - 1), open + 1);
+    return buf;
+}

@@ -46,4 +46,10 @@ int weft_cli_parse_long(const char *s, long lo, long hi, long *out);
 /** A finite number in [lo, hi]; 0 or -1. */
 int weft_cli_parse_double(const char *s, double lo, double hi, double *out);
 
+/** The kernel's transparent-huge-page mode: the bracketed word of
+ * /sys/kernel/mm/transparent_hugepage/enabled ("always", "madvise",
+ * "never") copied into buf, or the constant "unknown" where it cannot be
+ * read (no THP in the kernel, another OS). Any thread. */
+const char *weft_cli_thp_mode(char *buf, size_t len);
+
 #endif
