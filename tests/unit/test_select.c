@@ -401,6 +401,41 @@ static double cand_cost(const weft__select_explain_t *ex, weft_algo_t algo)
     return NAN;
 }
 
+/* The node path against the transport's algorithms on one node when their
+ * costs are close (on 2 ranks the allreduce costs have the same terms): the
+ * path is taken while it is predicted at most 10 % slower than the best of
+ * them, and not beyond. The explanation keeps each candidate's own cost. */
+START_TEST(shm_preferred_within_margin)
+{
+    reset_config();
+    weft__select_comm_t sc = {.size = 2, .cost = cost};
+    sc.cost.nnodes = 1;
+    for (size_t bytes = 1u << 20; bytes <= (64u << 20); bytes *= 4) {
+        weft__select_explain_t ex;
+        sc.cost.alpha_shm = cost.alpha;
+        sc.cost.beta_shm = 1.05 * cost.beta; /* 5 % dearer per byte */
+        weft_algo_t a = weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, bytes, WEFT_FLOAT32,
+                                             WEFT_SUM, WEFT__MEM_HOST, &ex);
+        const double on_path = cand_cost(&ex, WEFT_ALGO_SHM), ring = cand_cost(&ex, WEFT_ALGO_RING);
+        ck_assert_msg(on_path > ring && on_path < 1.1 * ring, "%zu bytes: path %.4g, ring %.4g",
+                      bytes, on_path, ring);
+        ck_assert_msg(a == WEFT_ALGO_SHM && ex.model == WEFT_ALGO_SHM,
+                      "%zu bytes: the model picks %s over a path predicted %.1f %% slower", bytes,
+                      weft_algo_name(a), 100.0 * (on_path / ring - 1));
+        sc.cost.beta_shm = 1.3 * cost.beta; /* 30 % dearer: the transport's ring */
+        a = weft__select_explain(&sc, WEFT_COLL_ALLREDUCE, bytes, WEFT_FLOAT32, WEFT_SUM,
+                                 WEFT__MEM_HOST, &ex);
+        ck_assert_msg(a != WEFT_ALGO_SHM, "%zu bytes: the model picks a path predicted %.1f %% "
+                      "slower", bytes, 100.0 * (cand_cost(&ex, WEFT_ALGO_SHM) /
+                                                cand_cost(&ex, WEFT_ALGO_RING) - 1));
+        double bc = 0;
+        ck_assert_int_eq(weft__select_model(WEFT_COLL_ALLREDUCE, 2, bytes, WEFT_FLOAT32, &sc.cost,
+                                            &bc), a);
+        ck_assert(bc == cand_cost(&ex, a)); /* the chosen one's own cost */
+    }
+}
+END_TEST
+
 /* The hierarchical allreduce on the node's shared-memory path: 2 nodes x 2
  * ranks whose transport is as slow inside a node as across (TCP
  * everywhere, as in the multinode setup). Over the transport its phases
@@ -516,6 +551,7 @@ int main(void)
     tcase_add_test(tc, explain_forced_env_rule);
     tcase_add_test(tc, explain_device_rule);
     tcase_add_test(tc, explain_shm_gives_way);
+    tcase_add_test(tc, shm_preferred_within_margin);
     tcase_add_test(tc, hierarchical_selection);
     tcase_add_test(tc, hierarchical_shm_selection);
     tcase_add_test(tc, cost_remember_kinds);
