@@ -305,3 +305,28 @@ def test_init_method_without_launcher(early):
             assert rc == 3 and "refused: True" in out and "weft.init()" in out, out
         else:
             assert rc == 0 and "rank %d of 2: ok" % r in out, out
+
+
+def test_module_check():
+    """python -m weft --check: under mpiexec on 2 ranks and under torchrun
+    (through torch.distributed) every rank passes; a wrong allreduce result
+    (Comm.allreduce made to do nothing) fails the job, naming it."""
+    env = dict(os.environ, WEFT_TIMEOUT="60")
+    jobs = [["mpiexec", "-n", "2", PY, "-m", "weft", "--check"]]
+    if os.path.exists(TORCHRUN):
+        jobs.append([TORCHRUN, "--standalone", "--nproc-per-node", "2", "-m", "weft", "--check",
+                     "--quiet"])
+    broken = ("import sys, weft, weft.__main__ as m\n"
+              "weft.Comm.allreduce = lambda self, *a, **k: None\n"
+              "sys.exit(m.main(['--check', '--quiet']))")
+    results = [run_all([cmd], 120, env if cmd[0] == "mpiexec" else launcher_free_env())[0]
+               for cmd in jobs]
+    (rc, out), = run_all([["mpiexec", "-n", "2", PY, "-c", broken]], 120, env)
+    assert rc != 0 and "allreduce gave" in out and "passed" not in out, out
+    rc0, out0 = results[0]
+    assert rc0 == 0 and "weft check: 2 ranks passed" in out0 and "launcher:" in out0, out0
+    assert "an MPI launcher" in out0, out0
+    if len(results) > 1:
+        rc1, out1 = results[1]
+        assert rc1 == 0 and "weft check: 2 ranks passed" in out1 and "torch.distributed" in out1, out1
+

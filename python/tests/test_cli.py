@@ -37,3 +37,33 @@ def test_help_version_and_usage_errors(script):
         r = run(script, args)
         assert r.returncode == 2, (args, r.stderr)
         assert opt in r.stderr, (args, r.stderr)
+
+
+def run_module(args, **env):
+    return subprocess.run([sys.executable, "-m", "weft"] + args, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, **env))
+
+
+def test_module_report_help_version_and_usage_errors():
+    """python -m weft (one process, no launcher): the report names the
+    library loaded and says there is no launcher; --help, --version; a bad
+    option, and --torch without --check, exit 2 naming the option."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PMI_RANK", "PMI_SIZE", "PMI_FD", "MPI_LOCALRANKID", "RANK", "WORLD_SIZE",
+                        "TORCHELASTIC_RUN_ID")}
+    r = subprocess.run([sys.executable, "-m", "weft"], capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert r.returncode == 0, r.stderr
+    import weft
+    fields = dict(line.split(":", 1) for line in r.stdout.splitlines() if ":" in line)
+    assert fields["library"].strip() == weft.library_path(), r.stdout
+    assert fields["weft"].strip().startswith(weft.version()), r.stdout
+    assert fields["launcher"].strip().startswith("none"), r.stdout
+    assert "transparent huge pages:" in fields["pages"], r.stdout
+    h = run_module(["--help"])
+    assert h.returncode == 0 and "usage: python -m weft" in h.stdout and "--check" in h.stdout
+    v = run_module(["--version"])
+    assert v.returncode == 0 and v.stdout.strip() == "weft " + weft.version()
+    for args, opt in ((["--bogus"], "--bogus"), (["--torch"], "--torch")):
+        b = run_module(args)
+        assert b.returncode == 2 and opt in b.stderr, (args, b.stderr)

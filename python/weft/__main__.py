@@ -1,0 +1,161 @@
+"""python -m weft: what this Weft is, seen from Python, and (--check) whether
+it works in this job.
+
+    python -m weft                                  # the report, one process
+    mpiexec -n 2 python -m weft --check             # plus collectives on every rank
+    torchrun --nproc-per-node 2 -m weft --check     # the same through torch.distributed
+
+The report: the package and the library it loaded, Python, numpy, torch (and
+whether its "weft" backend registers), mpi4py, the launcher this process sees
+and the kernel's transparent-huge-page mode. --check initialises Weft (through
+torch.distributed under torchrun, or with --torch) and runs an allreduce, a
+broadcast, an allgather and a barrier on the whole job, each checked against
+numpy on every rank; rank 0 prints the verdict. Exit status: 0 when every rank
+passed, 1 when a check failed (the failing rank says which), 2 on a usage
+error. Thread: the main thread.
+"""
+
+import argparse
+import importlib
+import os
+import sys
+
+import weft
+
+
+def _thp_mode():
+    """The bracketed word of the kernel's THP setting, or "unknown"."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            line = f.read()
+    except OSError:
+        return "unknown"
+    a, b = line.find("["), line.find("]")
+    return line[a + 1:b] if 0 <= a < b else "unknown"
+
+
+def _launcher():
+    """Which launcher started this process, as weft.torch tells them apart."""
+    env = os.environ
+    if "TORCHELASTIC_RUN_ID" in env:
+        return "torchrun (RANK %s of WORLD_SIZE %s): the world is made through torch's store" % (
+            env.get("RANK", "?"), env.get("WORLD_SIZE", "?"))
+    for k in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MPI_LOCALRANKID"):
+        if k in env:
+            return "an MPI launcher (%s=%s): the world is MPI's" % (k, env[k])
+    if "RANK" in env and "WORLD_SIZE" in env:
+        return "a launcher that sets RANK and WORLD_SIZE (%s of %s): weft.torch makes the world " \
+               "through torch's store" % (env["RANK"], env["WORLD_SIZE"])
+    return "none: a world of one process"
+
+
+def _module_version(name):
+    try:
+        module = __import__(name)
+    except ImportError:
+        return None
+    except Exception as e:  # a broken installation: say so, go on
+        return "fails to import: %s" % e
+    return getattr(module, "__version__", "?")
+
+
+def report(out):
+    """The lines of the report, on out."""
+    def line(key, value):
+        print("%-10s %s" % (key + ":", value), file=out)
+    line("weft", "%s (package %s)" % (weft.version(), os.path.dirname(os.path.abspath(weft.__file__))))
+    line("library", weft.library_path())
+    line("python", "%s (%s)" % (sys.version.split()[0], sys.executable))
+    versions = {name: _module_version(name) for name in ("numpy", "torch", "mpi4py")}
+    for name, v in versions.items():
+        line(name, v if v is not None else "not installed")
+    if versions["torch"] is not None and not versions["torch"].startswith("fails"):
+        import torch.distributed as dist
+        # weft.torch is not imported here: under an MPI launcher its import
+        # makes the world, which every rank would have to do.
+        line("backend", "torch.distributed backend \"weft\": %s" % (
+            "registered by `import weft.torch`" if dist.is_available()
+            else "none: this torch has no torch.distributed"))
+    line("launcher", _launcher())
+    line("pages", "transparent huge pages: %s (doc/design.md, \"Nodes\": large buffers on 2 MiB "
+         "pages cost the node's shared-memory path less)" % _thp_mode())
+
+
+def _fail(rank, what):
+    print("weft check: rank %d: %s" % (rank, what), file=sys.stderr, flush=True)
+    return 1
+
+
+def check(use_torch):
+    """Collectives on the whole job, checked on every rank. Returns this
+    rank's exit status (0 passed, 1 failed)."""
+    import numpy as np
+    via = "weft"
+    if use_torch:
+        import torch
+        import torch.distributed as dist
+        importlib.import_module("weft.torch")  # registers the "weft" backend
+        dist.init_process_group("weft")
+        rank, size = dist.get_rank(), dist.get_world_size()
+        t = torch.arange(5, dtype=torch.float64) + rank
+        dist.all_reduce(t)
+        want = size * torch.arange(5, dtype=torch.float64) + size * (size - 1) / 2
+        if not torch.equal(t, want):
+            return _fail(rank, "torch all_reduce gave %s, expected %s" % (t.tolist(), want.tolist()))
+        via = "torch.distributed and weft"
+    else:
+        weft.init()
+    comm = weft.Comm.world()
+    rank, size = comm.rank, comm.size
+    x = np.arange(5.0) + rank
+    comm.allreduce(x)
+    want = size * np.arange(5.0) + size * (size - 1) / 2
+    if not np.array_equal(x, want):
+        return _fail(rank, "allreduce gave %s, expected %s" % (x.tolist(), want.tolist()))
+    b = np.full(3, float(rank))
+    comm.bcast(b, root=size - 1)
+    if not np.array_equal(b, np.full(3, float(size - 1))):
+        return _fail(rank, "bcast from rank %d gave %s" % (size - 1, b.tolist()))
+    g = np.empty(2 * size, dtype=np.int32)
+    comm.allgather(np.array([rank, -rank], dtype=np.int32), g)
+    if not np.array_equal(g, np.array([v for r in range(size) for v in (r, -r)], dtype=np.int32)):
+        return _fail(rank, "allgather gave %s" % g.tolist())
+    comm.barrier()
+    if rank == 0:
+        print("weft check: %d rank%s passed (allreduce, bcast, allgather, barrier through %s; "
+              "transport %s; a 1 MiB float32 allreduce runs %s)" % (
+                  size, "" if size == 1 else "s", via, comm.transport,
+                  comm.algorithm("allreduce", 1 << 18)), flush=True)
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m weft",
+        description="What this Weft is, seen from Python; with --check, collectives on the "
+                    "whole job (run it under the job's launcher: mpiexec -n N python -m weft "
+                    "--check, or torchrun --nproc-per-node N -m weft --check).")
+    parser.add_argument("--version", action="version", version="weft %s" % weft.version())
+    parser.add_argument("--check", action="store_true",
+                        help="initialise Weft and check an allreduce, a bcast, an allgather and "
+                             "a barrier on every rank (exit 1 if one fails)")
+    parser.add_argument("--torch", action="store_true",
+                        help="with --check: through torch.distributed's \"weft\" backend (the "
+                             "default under torchrun)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="with --check: no report, only the verdict")
+    args = parser.parse_args(argv)
+    if args.torch and not args.check:
+        parser.error("--torch goes with --check")
+    use_torch = args.torch or "TORCHELASTIC_RUN_ID" in os.environ
+    rank = os.environ.get("RANK", os.environ.get("PMI_RANK", "0"))
+    if not args.quiet and (not args.check or rank == "0"):
+        report(sys.stdout)
+        sys.stdout.flush()
+    if not args.check:
+        return 0
+    return check(use_torch)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
