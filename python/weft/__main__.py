@@ -6,13 +6,14 @@ it works in this job.
     torchrun --nproc-per-node 2 -m weft --check     # the same through torch.distributed
 
 The report: the package and the library it loaded, Python, numpy, torch (and
-whether its "weft" backend registers), mpi4py, the launcher this process sees
-and the kernel's transparent-huge-page mode. --check initialises Weft (through
-torch.distributed under torchrun, or with --torch) and runs an allreduce, a
-broadcast, an allgather and a barrier on the whole job, each checked against
-numpy on every rank; rank 0 prints the verdict. Exit status: 0 when every rank
-passed, 1 when a check failed (the failing rank says which), 2 on a usage
-error. Thread: the main thread.
+whether torch.distributed is there for the "weft" backend), mpi4py, the
+launcher this process sees and the kernel's transparent-huge-page mode.
+--check initialises Weft (through torch.distributed under torchrun, or with
+--torch) and runs allreduces of 40 B and 1 MiB, a broadcast, an allgather and
+a barrier on the whole job, each checked against numpy on every rank; rank 0
+prints the verdict. Exit status: 0 when every rank passed, 1 when a check
+failed (the failing rank says which), 2 on a usage error. Thread: the main
+thread.
 """
 
 import argparse
@@ -112,6 +113,14 @@ def check(use_torch):
     want = size * np.arange(5.0) + size * (size - 1) / 2
     if not np.array_equal(x, want):
         return _fail(rank, "allreduce gave %s, expected %s" % (x.tolist(), want.tolist()))
+    # 1 MiB: the large-message path (the node's shared memory, or the
+    # transport's rendezvous), whose permissions a container may deny
+    big = (np.arange(1 << 18, dtype=np.float32) % 1000) + rank
+    comm.allreduce(big)
+    want = size * (np.arange(1 << 18, dtype=np.float32) % 1000) + size * (size - 1) / 2
+    if not np.array_equal(big, want):
+        bad = int(np.flatnonzero(big != want)[0])
+        return _fail(rank, "1 MiB allreduce: element %d is %r, expected %r" % (bad, big[bad], want[bad]))
     b = np.full(3, float(rank))
     comm.bcast(b, root=size - 1)
     if not np.array_equal(b, np.full(3, float(size - 1))):
@@ -122,7 +131,8 @@ def check(use_torch):
         return _fail(rank, "allgather gave %s" % g.tolist())
     comm.barrier()
     if rank == 0:
-        print("weft check: %d rank%s passed (allreduce, bcast, allgather, barrier through %s; "
+        print("weft check: %d rank%s passed (allreduce of 40 B and 1 MiB, bcast, allgather, "
+              "barrier through %s; "
               "transport %s; a 1 MiB float32 allreduce runs %s)" % (
                   size, "" if size == 1 else "s", via, comm.transport,
                   comm.algorithm("allreduce", 1 << 18)), flush=True)
@@ -137,8 +147,8 @@ def main(argv=None):
                     "--check, or torchrun --nproc-per-node N -m weft --check).")
     parser.add_argument("--version", action="version", version="weft %s" % weft.version())
     parser.add_argument("--check", action="store_true",
-                        help="initialise Weft and check an allreduce, a bcast, an allgather and "
-                             "a barrier on every rank (exit 1 if one fails)")
+                        help="initialise Weft and check allreduces of 40 B and 1 MiB, a bcast, an "
+                             "allgather and a barrier on every rank (exit 1 if one fails)")
     parser.add_argument("--torch", action="store_true",
                         help="with --check: through torch.distributed's \"weft\" backend (the "
                              "default under torchrun)")
