@@ -813,7 +813,8 @@ static void print_pages(void)
     char mode[32];
     long kib = anon_huge_kib();
     printf("# Pages: %s; transparent huge pages: %s; rank 0 has ",
-           bench_hugepages ? "--thp (buffers advised MADV_HUGEPAGE)" : "buffers as aligned_alloc gives them",
+           bench_hugepages ? "--thp (buffers advised MADV_HUGEPAGE)"
+                           : "buffers as aligned_alloc gives them",
            weft_cli_thp_mode(mode, sizeof mode));
     if (kib < 0)
         printf("? (AnonHugePages unreadable)");

@@ -113,7 +113,7 @@ static bool usable(const weft__algo_impl_t *impl, weft_datatype_t dtype)
  * same bytes by the same kernel copy on one node, plus a message protocol per
  * chunk that their costs leave out. On 2 ranks the two allreduce costs have
  * the same terms, so without a margin the choice fell to measurement noise
- * (0.3 - 4 % apart at 1 - 16 MiB) and went to ring in about half the
+ * (0.3 - 4 % apart at 1 - 16 MiB) and went to ring from 1 or 2 MiB in some
  * processes, where the path ran 1.1 - 1.7x faster (doc/design.md,
  * "Selection"). */
 #define SHM_PREFERENCE 0.10

@@ -42,7 +42,7 @@ int loom_error(int status, const char *fmt, ...)
  * touch, as PyTorch's CPU allocator and numpy do for theirs: fewer TLB misses
  * for the kernels, and the gradients Weft reduces across the ranks of a node
  * are read by cross-memory attach, whose cost is pinning every page of them
- * (a 2 MiB page is pinned as one; doc/design.md, "Huge pages"). Advice only:
+ * (a 2 MiB page is pinned as one; doc/design.md, "Nodes"). Advice only:
  * where the kernel gives none (THP "never", fragmented memory) the array has
  * small pages, as before. */
 #define LOOM_HUGE_BYTES ((size_t)2 << 20)
