@@ -563,8 +563,7 @@ int bench_parse(bench_ctx_t *b, int argc, char **argv, const bench_spec_t *spec,
         case OPT_FLOOR:
             o->floor = 1;
             break;
-        case OPT_HUGE:
-            o->thp = 1;
+        case OPT_HUGE: /* bench_alloc's, which has no options to read */
             bench_hugepages = 1;
             break;
         case 'f':

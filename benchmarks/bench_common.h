@@ -105,8 +105,6 @@ typedef struct bench_opts {
     int validate;                /* -c, --validation: check every result (--osu) */
     int floor;                   /* --floor: also time the memory floor (programs whose
                                   * bench_spec_t.floor is set; not with --osu) */
-    int thp;                     /* --thp: bench_alloc's buffers 2 MiB-aligned and
-                                  * advised MADV_HUGEPAGE before their first touch */
 } bench_opts_t;
 
 /* bench_opts_t.osu: which library --osu times in OSU OMB 7's layout. */
