@@ -105,19 +105,6 @@ static bool usable(const weft__algo_impl_t *impl, weft_datatype_t dtype)
     return impl != NULL && (impl->supports == NULL || impl->supports(dtype, WEFT_SUM));
 }
 
-/* The node's shared-memory path is taken over the transport's algorithms
- * unless they are predicted faster by more than this fraction of its cost.
- * Its cost is an upper bound: it uses the cross-memory-attach figures the
- * path measures as it opens, and the path runs its staged mode instead only
- * where timed trials find that faster. The transport's algorithms move the
- * same bytes by the same kernel copy on one node, plus a message protocol per
- * chunk that their costs leave out. On 2 ranks the two allreduce costs have
- * the same terms, so without a margin the choice fell to measurement noise
- * (0.3 - 4 % apart at 1 - 16 MiB) and went to ring from 1 or 2 MiB in some
- * processes, where the path ran 1.1 - 1.7x faster (doc/design.md,
- * "Selection"). */
-#define SHM_PREFERENCE 0.10
-
 /* The cost model; with ex, every candidate's cost too. Any thread. */
 static weft_algo_t model(weft_coll_t coll, int p, size_t bytes, weft_datatype_t dtype,
                          const weft__cost_t *cost, double *best_cost, weft__select_explain_t *ex)
@@ -125,15 +112,13 @@ static weft_algo_t model(weft_coll_t coll, int p, size_t bytes, weft_datatype_t 
     int n = 0;
     const weft__algo_impl_t *const *list = weft__algo_list(coll, &n);
     weft_algo_t best = WEFT_ALGO_AUTO;
-    double bc = INFINITY, bs = INFINITY; /* the best's cost, and the score it won by */
+    double bc = INFINITY;
     if (ex) ex->ncand = 0;
     for (int i = 0; i < n; i++) {
         double t = NAN;
         if (list[i]->cost != NULL && usable(list[i], dtype)) {
             t = list[i]->cost(p, bytes, cost);
-            const double score = list[i]->id == WEFT_ALGO_SHM ? t / (1.0 + SHM_PREFERENCE) : t;
-            if (score < bs) { /* strict: the earlier entry wins ties */
-                bs = score;
+            if (t < bc) { /* strict: the earlier entry wins ties */
                 bc = t;
                 best = list[i]->id;
             }

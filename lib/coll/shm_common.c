@@ -702,6 +702,18 @@ weft_status_t weft__shm_job_step(weft__shm_job_t *j)
     return st;
 }
 
+/* A large operation's prediction: its cross-memory-attach cost (the figures
+ * the path measures as it opens) less this fraction. That cost is an upper
+ * bound: the path runs its staged mode instead only where timed trials find
+ * it faster. The transport's algorithms on one node move the same bytes by
+ * the same kernel copy, plus a message protocol per chunk that their costs
+ * leave out. On 2 ranks the ring's allreduce cost has the same terms as the
+ * path's, so with the upper bound the selection fell to measurement noise
+ * (0.3 - 4 % apart at 1 - 16 MiB) and took ring from 1 or 2 MiB in some
+ * processes, where the path ran 1.1 - 1.7x faster (doc/design.md,
+ * "Selection"). */
+#define SHM_LARGE_DISCOUNT 0.10
+
 double weft__shm_cost(weft__opkind_t kind, int p, size_t n, const weft__cost_t *c)
 {
     if (c->alpha_shm <= 0 || p < 2 || (c->nnodes > 1)) return INFINITY;
@@ -709,25 +721,32 @@ double weft__shm_cost(weft__opkind_t kind, int p, size_t n, const weft__cost_t *
     const double f = (double)(p - 1) / p;
     /* small: one synchronisation, the copies into and out of the inline
      * areas (at about the path's per-byte cost) and the reductions */
+    double large;
     switch (kind) {
     case WEFT__OP_ALLREDUCE:
         if (n <= WEFT__NODE_INLINE) return a + dn * b + (p - 1) * dn * g;
-        return 2 * a + 2 * f * dn * b + f * dn * g;
+        large = 2 * a + 2 * f * dn * b + f * dn * g;
+        break;
     case WEFT__OP_REDUCE_SCATTER:
         if (n * (size_t)p <= WEFT__NODE_INLINE) return a + p * dn * b + (p - 1) * dn * g;
-        return 2 * a + (p - 1) * dn * (b + g);
+        large = 2 * a + (p - 1) * dn * (b + g);
+        break;
     case WEFT__OP_ALLGATHER:
         if (n <= WEFT__NODE_INLINE) return a + p * dn * b;
-        return 2 * a + (p - 1) * dn * b;
+        large = 2 * a + (p - 1) * dn * b;
+        break;
     case WEFT__OP_BCAST:
         if (n <= WEFT__NODE_INLINE) return a + 2 * dn * b;
-        return 2 * a + dn * b;
+        large = 2 * a + dn * b;
+        break;
     case WEFT__OP_REDUCE:
         if (n <= WEFT__NODE_INLINE) return a + dn * b + (p - 1) * dn * g;
-        return 2 * a + (p - 1) * dn * (b + g);
+        large = 2 * a + (p - 1) * dn * (b + g);
+        break;
     default:
         return INFINITY;
     }
+    return large * (1.0 - SHM_LARGE_DISCOUNT);
 }
 
 double weft__shm_halves_cost(int p, size_t n, const weft__cost_t *c)
