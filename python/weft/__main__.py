@@ -22,6 +22,7 @@ import os
 import sys
 
 import weft
+from weft._bootstrap import mpi_launcher_key
 
 
 def _thp_mode():
@@ -41,9 +42,9 @@ def _launcher():
     if "TORCHELASTIC_RUN_ID" in env:
         return "torchrun (RANK %s of WORLD_SIZE %s): the world is made through torch's store" % (
             env.get("RANK", "?"), env.get("WORLD_SIZE", "?"))
-    for k in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "MPI_LOCALRANKID"):
-        if k in env:
-            return "an MPI launcher (%s=%s): the world is MPI's" % (k, env[k])
+    k = mpi_launcher_key()
+    if k is not None:
+        return "an MPI launcher (%s=%s): the world is MPI's" % (k, env[k])
     if "RANK" in env and "WORLD_SIZE" in env:
         return "a launcher that sets RANK and WORLD_SIZE (%s of %s): weft.torch makes the world " \
                "through torch's store" % (env["RANK"], env["WORLD_SIZE"])
@@ -64,7 +65,8 @@ def report(out):
     """The lines of the report, on out."""
     def line(key, value):
         print("%-10s %s" % (key + ":", value), file=out)
-    line("weft", "%s (package %s)" % (weft.version(), os.path.dirname(os.path.abspath(weft.__file__))))
+    package = os.path.dirname(os.path.abspath(weft.__file__))
+    line("weft", "%s (package %s)" % (weft.version(), package))
     line("library", weft.library_path())
     line("python", "%s (%s)" % (sys.version.split()[0], sys.executable))
     versions = {name: _module_version(name) for name in ("numpy", "torch", "mpi4py")}
@@ -102,7 +104,8 @@ def check(use_torch):
         dist.all_reduce(t)
         want = size * torch.arange(5, dtype=torch.float64) + size * (size - 1) / 2
         if not torch.equal(t, want):
-            return _fail(rank, "torch all_reduce gave %s, expected %s" % (t.tolist(), want.tolist()))
+            return _fail(rank, "torch all_reduce gave %s, expected %s"
+                         % (t.tolist(), want.tolist()))
         via = "torch.distributed and weft"
     else:
         weft.init()
@@ -120,7 +123,8 @@ def check(use_torch):
     want = size * (np.arange(1 << 18, dtype=np.float32) % 1000) + size * (size - 1) / 2
     if not np.array_equal(big, want):
         bad = int(np.flatnonzero(big != want)[0])
-        return _fail(rank, "1 MiB allreduce: element %d is %r, expected %r" % (bad, big[bad], want[bad]))
+        return _fail(rank, "1 MiB allreduce: element %d is %r, expected %r"
+                     % (bad, big[bad], want[bad]))
     b = np.full(3, float(rank))
     comm.bcast(b, root=size - 1)
     if not np.array_equal(b, np.full(3, float(size - 1))):

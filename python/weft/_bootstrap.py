@@ -291,6 +291,21 @@ def _wait_at_exit(timeout):
         _server.wait(timeout)
 
 
+# What an MPI launcher (Hydra, Open MPI's, a PMIx one, srun with PMI) sets in
+# the processes it starts.
+_MPI_LAUNCHER_KEYS = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK",
+                      "MPI_LOCALRANKID")
+
+
+def mpi_launcher_key():
+    """The variable by which an MPI launcher shows that it started this
+    process (its world is then MPI's), or None: no MPI launcher, or torchrun
+    (which may itself run under srun, whose variables its workers inherit)."""
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        return None
+    return next((k for k in _MPI_LAUNCHER_KEYS if k in os.environ), None)
+
+
 def _store_get(store, key):
     v = store.get(key)
     return v.decode() if isinstance(v, (bytes, bytearray)) else str(v)
@@ -306,10 +321,10 @@ def init_with_store(store, rank, size, timeout=300.0, node=None, key=_KEY):
     weft.init(). Raises WeftError: ERR_INVALID_ARG for a bad rank or size or
     when Weft is already initialised, ERR_MPI when the MPI library made
     another world (not MPICH's startup), ERR_TIMEOUT when the ranks do not
-    meet (or rank 0's server is not reached) within timeout seconds. node: the name of this process's node (default: its host
-    name); ranks that give one name are one node to MPI and to Weft's node
-    path, so it must name the machine. key: the store's key for the
-    server's address."""
+    meet (or rank 0's server is not reached) within timeout seconds. node:
+    the name of this process's node (default: its host name); ranks that
+    give one name are one node to MPI and to Weft's node path, so it must
+    name the machine. key: the store's key for the server's address."""
     from . import init, initialized, Comm
     if not (isinstance(size, int) and isinstance(rank, int) and 0 <= rank < size):
         raise WeftError(ERR_INVALID_ARG, "init_with_store: rank %r of size %r" % (rank, size))

@@ -60,6 +60,7 @@ from torch._C._distributed_c10d import Backend as _C10dBackend, Work as _C10dWor
 import weft
 from weft import WeftError
 from weft._request import _dispatcher as _completions
+from weft._bootstrap import mpi_launcher_key
 from weft._errors import ERR_UNSUPPORTED, ERR_INVALID_ARG, ERR_OP, ERR_DATATYPE, ERR_TIMEOUT
 
 BACKEND_NAME = "weft"
@@ -85,13 +86,6 @@ def world_comm():
     return _world
 
 
-def _launched_by_mpi():
-    if "TORCHELASTIC_RUN_ID" in os.environ:  # torchrun (maybe itself under srun)
-        return False
-    return any(k in os.environ for k in ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_RANK",
-                                          "PMIX_RANK", "MPI_LOCALRANKID"))
-
-
 def _world_for(dist_opts, ranks):
     """The Weft world for torch's group: made through the group's store when
     this is the default group (torch makes it first; ranks: the group's
@@ -99,15 +93,14 @@ def _world_for(dist_opts, ranks):
     started (torchrun, or ranks given to init_process_group by hand)."""
     global _world
     size = dist_opts.group_size
-    if _world is None and not weft.initialized() and not _launched_by_mpi() and size > 1 \
+    if _world is None and not weft.initialized() and mpi_launcher_key() is None and size > 1 \
             and ranks in ([], list(range(size))):
-        from ._bootstrap import init_with_store
         timeout = getattr(dist_opts, "timeout", None)
         # a key per torchrun attempt: an elastic restart may keep the store
         attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
-        _world = init_with_store(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
-                                 timeout.total_seconds() if timeout else 300.0,
-                                 key="weft/bootstrap/attempt" + attempt)
+        _world = weft.init_with_store(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
+                                      timeout.total_seconds() if timeout else 300.0,
+                                      key="weft/bootstrap/attempt" + attempt)
     return world_comm()
 
 
@@ -980,5 +973,5 @@ def allreduce_hook(state, bucket):
 
 
 register()
-if "RANK" not in os.environ and "WORLD_SIZE" not in os.environ and _launched_by_mpi():
+if "RANK" not in os.environ and "WORLD_SIZE" not in os.environ and mpi_launcher_key() is not None:
     setup_env()
