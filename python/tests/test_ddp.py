@@ -8,6 +8,8 @@ in another order); DDP against the single-process reference, relative and
 absolute 1e-5 (the gradient average over ranks is a different summation
 than the full-batch mean)."""
 
+import contextlib
+
 import pytest
 import torch
 import torch.distributed as dist
@@ -101,42 +103,59 @@ def test_ddp_weft_matches_gloo_and_serial(groups):
     assert_trained_like_serial(p_weft, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU here: DDP on CUDA untested")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="no GPU here: CUDA tensors untested")
+DEVICES = ["cpu", pytest.param("cuda", marks=needs_cuda)]
+
+
+@contextlib.contextmanager
+def no_tf32():
+    """float32 matrix products on the GPU as on the CPU (the references are
+    float32 on the CPU)."""
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+@needs_cuda
 def test_ddp_cuda_matches_serial(groups):
     # the model on the GPU: DDP's start-up broadcast and shape check go
     # through host copies, its gradient buckets through the stream-bound
-    # allreduce. No TF32: the reference is float32 on the CPU.
-    tf32 = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    try:
+    # allreduce
+    with no_tf32():
         p_cuda = train_ddp(device="cuda")
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
     assert_trained_like_serial(p_cuda, rtol=1e-4, atol=1e-5)
 
 
-def test_fsdp2_matches_serial(groups):
-    # FSDP2 (fully_shard) on the CPU: parameters sharded over the ranks,
-    # gathered before each layer's forward and backward (all_gather_into_tensor),
-    # gradients reduce-scattered (reduce_scatter_tensor), on the weft group.
+@pytest.mark.parametrize("device", DEVICES)
+def test_fsdp2_matches_serial(groups, device):
+    # FSDP2 (fully_shard): parameters sharded over the ranks, gathered
+    # before each layer's forward and backward (all_gather_into_tensor),
+    # gradients reduce-scattered (reduce_scatter_tensor), on the weft group;
+    # on the GPU those are CUDA tensors on FSDP's own streams
     fsdp = pytest.importorskip("torch.distributed.fsdp")
     if not hasattr(fsdp, "fully_shard"):
         pytest.skip("this torch has no FSDP2 (torch.distributed.fsdp.fully_shard)")
     from torch.distributed.device_mesh import init_device_mesh
-    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
-    model = initial_model()  # the same on every rank: fully_shard does not broadcast
+    mesh = init_device_mesh(device, (dist.get_world_size(),))
+    model = initial_model().to(device)  # the same on every rank: fully_shard does not broadcast
     for layer in (model.c1, model.c2, model.f1, model.f2):
         fsdp.fully_shard(layer, mesh=mesh)
     fsdp.fully_shard(model, mesh=mesh)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
-    for s in range(STEPS):
-        x, y = batch(s, dist.get_rank())
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
-    p_fsdp = [p.full_tensor().detach().clone() for p in model.parameters()]
-    assert_trained_like_serial(p_fsdp, rtol=1e-5, atol=1e-5)
+    with no_tf32():
+        for s in range(STEPS):
+            x, y = batch(s, dist.get_rank())
+            opt.zero_grad()
+            loss_fn(model(x.to(device)), y.to(device)).backward()
+            opt.step()
+    p_fsdp = [p.full_tensor().detach().cpu().clone() for p in model.parameters()]
+    tol = 1e-5 if device == "cpu" else 1e-4
+    assert_trained_like_serial(p_fsdp, rtol=tol, atol=1e-5)
 
 
 def test_tensor_parallel_matches_serial(groups):
@@ -229,6 +248,10 @@ def test_torch_comm_hooks_match_gloo(groups, name):
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook as ps
     if name == "powerSGD" and os.environ.get("WEFT_PY_COMPLETION") == "inline":
         pytest.skip("inline completion refuses a wait inside a callback (WEFT_ERR_UNSUPPORTED)")
+    if name == "powerSGD" and torch.cuda.is_available():
+        pytest.skip("torch's PowerSGD hook calls torch.cuda.synchronize(device) on a CPU "
+                    "model's device where CUDA is available, on every backend: "
+                    "test_torch_comm_hooks_cuda covers it there")
     if name == "powerSGD":
         hook, cap = ps.powerSGD_hook, 100
 
@@ -247,6 +270,36 @@ def test_torch_comm_hooks_match_gloo(groups, name):
     assert any(not torch.equal(a, b) for a, b in zip(p_weft, start))  # it trained
     for a, b in zip(p_weft, p_gloo):
         torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", ["fp16_compress", "powerSGD"])
+def test_torch_comm_hooks_cuda(groups, name):
+    """Compression hooks with the model on the GPU: the compressed buckets
+    are CUDA tensors (fp16, or PowerSGD's P and Q with the collectives its
+    callbacks issue). Against the same hook and model on gloo (which copies
+    CUDA tensors to the host): sums in another order, so the tolerance of a
+    compressed gradient (a flipped fp16 rounding moves a parameter by ~1e-5)."""
+    import os
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook as ps
+    if name == "powerSGD" and os.environ.get("WEFT_PY_COMPLETION") == "inline":
+        pytest.skip("inline completion refuses a wait inside a callback (WEFT_ERR_UNSUPPORTED)")
+
+    def state(pg):
+        if name != "powerSGD":
+            return pg
+        return lambda: ps.PowerSGDState(process_group=pg, matrix_approximation_rank=1,
+                                        start_powerSGD_iter=2)
+    hook = ps.powerSGD_hook if name == "powerSGD" else default_hooks.fp16_compress_hook
+    cap = 100 if name == "powerSGD" else 0.02
+    with no_tf32():
+        p_cuda = train_ddp(hook=hook, state=state(None), bucket_cap_mb=cap, device="cuda")
+        p_gloo = train_ddp(process_group=groups, hook=hook, state=state(groups),
+                           bucket_cap_mb=cap, device="cuda")
+    start = [p.detach() for p in initial_model().parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(p_cuda, start))  # it trained
+    for a, b in zip(p_cuda, p_gloo):
+        torch.testing.assert_close(a, b, rtol=1e-3, atol=1e-4)
 
 
 def test_ranks_agree(groups):

@@ -286,20 +286,29 @@ def test_send_recv():
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")  # newer torch renames these
-def test_functional_collectives():
+@pytest.mark.parametrize("dv", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no GPU here: CUDA tensors untested"))])
+def test_functional_collectives(dv):
     # torch's functional collectives (DTensor, FSDP2, torch.compile): they
-    # find the group by its name and call the coalesced forms
+    # find the group by its name and call the coalesced forms; on the GPU
+    # their tensors are CUDA tensors
     funcol = pytest.importorskip("torch.distributed._functional_collectives")
     r, p = rk()
     g = dist.group.WORLD
     name = g.group_name
-    s = funcol.wait_tensor(funcol.all_reduce(vals(r), "sum", g))
-    ag = funcol.wait_tensor(funcol.all_gather_tensor(torch.tensor([float(r)]), 0, g))
-    rs = funcol.wait_tensor(funcol.reduce_scatter_tensor(torch.arange(2.0 * p), "sum", 0, g))
-    co = [funcol.wait_tensor(t) for t in funcol.all_gather_into_tensor_coalesced(
-        [torch.tensor([r]), torch.tensor([2.0 * r, 1.0])], g)]
-    rc = [funcol.wait_tensor(t) for t in funcol.reduce_scatter_tensor_coalesced(
-        [torch.ones(p), torch.arange(3.0 * p)], "sum", [0, 0], g)]
+
+    def on(t):
+        return t.to(dv)
+
+    def w(t):
+        return funcol.wait_tensor(t).cpu()
+    s = w(funcol.all_reduce(on(vals(r)), "sum", g))
+    ag = w(funcol.all_gather_tensor(on(torch.tensor([float(r)])), 0, g))
+    rs = w(funcol.reduce_scatter_tensor(on(torch.arange(2.0 * p)), "sum", 0, g))
+    co = [w(t) for t in funcol.all_gather_into_tensor_coalesced(
+        [on(torch.tensor([r])), on(torch.tensor([2.0 * r, 1.0]))], g)]
+    rc = [w(t) for t in funcol.reduce_scatter_tensor_coalesced(
+        [on(torch.ones(p)), on(torch.arange(3.0 * p))], "sum", [0, 0], g)]
     assert isinstance(name, str) and name
     assert torch.equal(s, sum(vals(q) for q in range(p)))
     assert torch.equal(ag, torch.arange(float(p)))
