@@ -60,6 +60,10 @@ def test_module_report_help_version_and_usage_errors():
     assert fields["weft"].strip().startswith(weft.version()), r.stdout
     assert fields["launcher"].strip().startswith("none"), r.stdout
     assert "transparent huge pages:" in fields["pages"], r.stdout
+    # the GPU line agrees with the library's own answer
+    from weft import _lib
+    want = "usable" if _lib.weft_cuda_available() else ("none", "not usable")
+    assert fields["cuda"].strip().startswith(want), r.stdout
     h = run_module(["--help"])
     assert h.returncode == 0 and "usage: python -m weft" in h.stdout and "--check" in h.stdout
     v = run_module(["--version"])
@@ -67,3 +71,22 @@ def test_module_report_help_version_and_usage_errors():
     for args, opt in ((["--bogus"], "--bogus"), (["--torch"], "--torch")):
         b = run_module(args)
         assert b.returncode == 2 and opt in b.stderr, (args, b.stderr)
+
+
+def test_module_report_cuda_cases(monkeypatch):
+    """The report's GPU line in each case, the library's and torch's answers
+    stubbed: the case to act on (torch sees a GPU this libweft cannot use)
+    says what to do."""
+    torch = pytest.importorskip("torch")
+    import weft.__main__ as m
+    from weft import _lib
+    for weft_gpu, torch_gpus, want in ((1, 2, "usable (torch sees 2 GPU(s))"),
+                                       (0, 2, "not usable by this libweft, though torch sees 2"),
+                                       (0, 0, "none (")):
+        monkeypatch.setattr(_lib, "weft_cuda_available", lambda v=weft_gpu: v)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda n=torch_gpus: n > 0)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda n=torch_gpus: n)
+        got = m._cuda(True)
+        assert got.startswith(want), got
+        assert ("-Dcuda=enabled" in got) == (weft_gpu == 0 and torch_gpus > 0), got
+    assert m._cuda(False).startswith(("usable:", "none (")), m._cuda(False)

@@ -6,7 +6,8 @@ it works in this job.
     torchrun --nproc-per-node 2 -m weft --check     # the same through torch.distributed
 
 The report: the package and the library it loaded, Python, numpy, torch (and
-whether torch.distributed is there for the "weft" backend), mpi4py, the
+whether torch.distributed is there for the "weft" backend), mpi4py, whether
+this libweft can use a GPU here (and whether torch sees one it cannot), the
 launcher this process sees and the kernel's transparent-huge-page mode.
 --check initialises Weft (through torch.distributed under torchrun, or with
 --torch) and runs allreduces of 40 B and 1 MiB, a broadcast, an allgather and
@@ -61,6 +62,26 @@ def _module_version(name):
     return getattr(module, "__version__", "?")
 
 
+def _cuda(torch_usable):
+    """What this libweft does with GPU buffers here, beside torch's view."""
+    from weft import _lib
+    gpus = None
+    if torch_usable:
+        import torch
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    torch_says = "" if gpus is None else "torch sees %d GPU(s)" % gpus
+    if _lib.weft_cuda_available():
+        return ("usable%s: CUDA tensors and device buffers go on stream-bound communicators "
+                "(NCCL where this libweft has it, host transfer otherwise)"
+                % (" (%s)" % torch_says if torch_says else ""))
+    if gpus:
+        return ("not usable by this libweft, though torch sees %d GPU(s): CUDA tensors go "
+                "through host copies (slower); build libweft with -Dcuda=enabled "
+                "(doc/gpu.md)" % gpus)
+    return ("none (this libweft has no CUDA device layer, or no GPU and driver here%s): "
+            "host buffers" % ("; " + torch_says if torch_says else ""))
+
+
 def report(out):
     """The lines of the report, on out."""
     def line(key, value):
@@ -79,6 +100,7 @@ def report(out):
         line("backend", "torch.distributed backend \"weft\": %s" % (
             "registered by `import weft.torch`" if dist.is_available()
             else "none: this torch has no torch.distributed"))
+    line("cuda", _cuda(versions["torch"] is not None and not versions["torch"].startswith("fails")))
     line("launcher", _launcher())
     line("pages", "transparent huge pages: %s (doc/design.md, \"Nodes\": large buffers on 2 MiB "
          "pages cost the node's shared-memory path less)" % _thp_mode())
