@@ -288,6 +288,15 @@ static int parse(int argc, char **argv, opts_t *o)
         if (!strcmp(a, "--csv")) { o->csv = 1; continue; }
         if (!strcmp(a, "--median")) { o->median = 1; continue; }
         if (!strcmp(a, "--osu")) { o->osu = 1; continue; }
+        static const char *const valued[] = {"-m", "--message-size", "-i", "--iterations", "-x",
+                                             "--warmup", "--ops", "--compute", "--entry"};
+        int known = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++) known |= !strcmp(a, valued[k]);
+        if (!known) {
+            if (rank == 0) fprintf(stderr, "%s: unknown option '%s'\n", argv[0], a);
+            if (rank == 0) usage(stderr, argv[0]);
+            return 2;
+        }
         int bad = v == NULL;
         if (!bad && (!strcmp(a, "-m") || !strcmp(a, "--message-size"))) {
             char buf[64];
@@ -320,10 +329,6 @@ static int parse(int argc, char **argv, opts_t *o)
             o->mpi = !strcmp(v, "mpi") || !strcmp(v, "both");
             o->pmpi = !strcmp(v, "pmpi") || !strcmp(v, "both");
             bad = !o->mpi && !o->pmpi;
-        } else if (!bad) {
-            if (rank == 0) fprintf(stderr, "%s: unknown option '%s'\n", argv[0], a);
-            if (rank == 0) usage(stderr, argv[0]);
-            return 2;
         }
         if (bad) {
             if (rank == 0) fprintf(stderr, "%s: bad or missing value for option '%s'\n", argv[0], a);
