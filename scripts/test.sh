@@ -3,7 +3,7 @@
 # build directory, build, run every test (unit, multi-rank, Loom, the Python
 # package and its torch backend, sanitizers, fuzzers, the killed rank;
 # doc/testing.md says what and why), and use the Python package from an
-# install prefix.
+# install prefix and from a wheel (pip install .).
 # Usage: bash scripts/test.sh [BUILD_DIR]   (default: build-test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +21,9 @@ ninja -C "$dir" -j"$(nproc)"
 bash scripts/tsan.sh "$dir-tsan"
 bash scripts/asan.sh "$dir-asan"
 bash scripts/fuzz.sh "$dir-fuzz"
-# The Python package from meson install's prefix (not the build tree).
+# The Python package from meson install's prefix (not the build tree), and
+# from a wheel built by pip install . (about 15 s).
 bash scripts/python_install_check.sh "$dir" "$py"
+bash scripts/python_wheel_check.sh "$py"
 # Multi-rank tests are marked is_parallel: false; unit tests run two at a time.
 meson test -C "$dir" --print-errorlogs --num-processes 2

@@ -75,18 +75,34 @@ def test_module_report_help_version_and_usage_errors():
 
 def test_module_report_cuda_cases(monkeypatch):
     """The report's GPU line in each case, the library's and torch's answers
-    stubbed: the case to act on (torch sees a GPU this libweft cannot use)
-    says what to do."""
-    torch = pytest.importorskip("torch")
+    stubbed (a stand-in torch module: the real one must not be imported
+    after a CUDA libweft, see _lib._torch_first): the case to act on (torch
+    sees a GPU this libweft cannot use) says what to do."""
+    import types
     import weft.__main__ as m
     from weft import _lib
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace())
+    monkeypatch.setitem(sys.modules, "torch", torch)
     for weft_gpu, torch_gpus, want in ((1, 2, "usable (torch sees 2 GPU(s))"),
                                        (0, 2, "not usable by this libweft, though torch sees 2"),
                                        (0, 0, "none (")):
         monkeypatch.setattr(_lib, "weft_cuda_available", lambda v=weft_gpu: v)
-        monkeypatch.setattr(torch.cuda, "is_available", lambda n=torch_gpus: n > 0)
-        monkeypatch.setattr(torch.cuda, "device_count", lambda n=torch_gpus: n)
+        torch.cuda.is_available = lambda n=torch_gpus: n > 0
+        torch.cuda.device_count = lambda n=torch_gpus: n
         got = m._cuda(True)
         assert got.startswith(want), got
         assert ("-Dcuda=enabled" in got) == (weft_gpu == 0 and torch_gpus > 0), got
     assert m._cuda(False).startswith(("usable:", "none (")), m._cuda(False)
+
+
+def test_module_report_into_closed_pipe():
+    """python -m weft | head: a reader that left early ends the report
+    quietly (exit 0, no traceback)."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([sys.executable, "-m", "weft"], stdout=w, stderr=subprocess.PIPE,
+                           text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr

@@ -186,8 +186,13 @@ def main(argv=None):
     use_torch = args.torch or "TORCHELASTIC_RUN_ID" in os.environ
     rank = os.environ.get("RANK", os.environ.get("PMI_RANK", "0"))
     if not args.quiet and (not args.check or rank == "0"):
-        report(sys.stdout)
-        sys.stdout.flush()
+        try:
+            report(sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:  # python -m weft | head: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            if not args.check:
+                return 0
     if not args.check:
         return 0
     return check(use_torch)

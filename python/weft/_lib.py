@@ -9,7 +9,8 @@ thread needs it to run a Python callback, and the process would deadlock.
 Where the library comes from, first match wins:
   1. $WEFT_LIBRARY (a path to libweft.so.N);
   2. _paths.py, written by Meson (configure_file): the build tree's library
-     when this package is the build tree's copy, the installed one otherwise;
+     when this package is the build tree's copy, the installed one otherwise
+     (a wheel's, pip install ., lies inside the package);
   3. the dynamic linker's search path (ctypes.util.find_library("weft")).
 """
 
@@ -51,8 +52,8 @@ def _candidates():
         here = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
         if here == os.path.realpath(_paths.BUILD_PACKAGE_DIR):
             found.append(_paths.BUILD_LIBRARY)
-        else:
-            found.append(_paths.INSTALL_LIBRARY)
+        else:  # relative: a wheel's library, inside the package
+            found.append(os.path.join(here, _paths.INSTALL_LIBRARY))
     name = ctypes.util.find_library("weft")
     if name:
         found.append(name)
