@@ -180,13 +180,20 @@ def test_tensor_parallel_matches_serial(groups):
         torch.testing.assert_close(a.grad.full_tensor(), b.grad, rtol=1e-5, atol=1e-6)
 
 
-def test_ddp_bool_buffer(groups):
-    # DDP broadcasts a model's buffers at its start, bool ones too
+def test_ddp_buffers_of_any_dtype(groups):
+    # DDP broadcasts a model's buffers at its start: bool ones, and int16 and
+    # float8 ones, which Weft moves as bytes (doc/python.md)
+    r = dist.get_rank()
+
     class Masked(nn.Module):
         def __init__(self):
             super().__init__()
             self.lin = nn.Linear(4, 4)
-            self.register_buffer("mask", torch.tensor([True, dist.get_rank() == 0, True, False]))
+            self.register_buffer("mask", torch.tensor([True, r == 0, True, False]))
+            self.register_buffer("count", torch.tensor([r + 1, -300 * (r + 1)], dtype=torch.int16))
+            if hasattr(torch, "float8_e4m3fn"):
+                self.register_buffer("scale", torch.tensor([0.5 * (r + 1), 2.0 + r]).to(
+                    torch.float8_e4m3fn))
 
         def forward(self, x):
             return self.lin(x) * self.mask
@@ -195,6 +202,10 @@ def test_ddp_bool_buffer(groups):
     ddp(torch.ones(2, 4)).sum().backward()
     assert ddp.module.mask.dtype == torch.bool
     assert ddp.module.mask.tolist() == [True, True, True, False]  # rank 0's
+    assert ddp.module.count.dtype == torch.int16 and ddp.module.count.tolist() == [1, -300]
+    if hasattr(torch, "float8_e4m3fn"):
+        assert ddp.module.scale.dtype == torch.float8_e4m3fn
+        assert ddp.module.scale.float().tolist() == [0.5, 2.0]
 
 
 def test_ddp_join_uneven_inputs(groups):

@@ -444,6 +444,60 @@ def test_subgroups():
         assert torch.equal(last, torch.full((3,), 7.0))
 
 
+MOVED_DTYPES = [getattr(torch, n) for n in ("int16", "uint16", "float8_e4m3fn", "float8_e5m2")
+                if hasattr(torch, n)]
+
+
+@pytest.mark.parametrize("dv", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no GPU here: CUDA tensors untested"))])
+def test_dtypes_weft_lacks_are_moved(dv):
+    # int16, uint16 and the float8 types have no Weft datatype: broadcast,
+    # allgather, alltoall, gather, scatter and send/recv move their bytes
+    # (on a same-sized view); the result and the tensors' dtypes are checked
+    # bit for bit. A reduction of them is refused (WEFT_ERR_DATATYPE).
+    r, p = rk()
+    root = p - 1
+
+    def mk(dt, q, n=6):  # rank q's values: distinct bytes per rank and element
+        bits = (torch.arange(n, dtype=torch.int32) * 7 + 11 * q + 1) % 100
+        return bits.to(torch.uint8).view(dt) if dt.itemsize == 1 else bits.to(dt)
+
+    def same(a, b, what):
+        assert a.dtype == b.dtype and a.device.type == dv, what
+        assert torch.equal(a.cpu().view(torch.uint8), b.cpu().view(torch.uint8)), what
+
+    for dt in MOVED_DTYPES:
+        b = mk(dt, r).to(dv)
+        dist.broadcast(b, src=root)
+        same(b, mk(dt, root), "broadcast %s" % dt)
+        outs = [torch.empty(6, dtype=dt, device=dv) for _ in range(p)]
+        dist.all_gather(outs, mk(dt, r).to(dv))
+        for q in range(p):
+            same(outs[q], mk(dt, q), "all_gather %s" % dt)
+        flat = torch.empty(6 * p, dtype=dt, device=dv)
+        dist.all_gather_into_tensor(flat, mk(dt, r).to(dv))
+        same(flat, torch.cat([mk(dt, q) for q in range(p)]), "all_gather_into_tensor %s" % dt)
+        a2a = torch.empty(2 * p, dtype=dt, device=dv)
+        dist.all_to_all_single(a2a, mk(dt, r, 2 * p).to(dv))
+        same(a2a, torch.cat([mk(dt, q, 2 * p)[2 * r:2 * r + 2] for q in range(p)]),
+             "all_to_all_single %s" % dt)
+        sc = torch.empty(2, dtype=dt, device=dv)
+        dist.scatter(sc, [mk(dt, q, 2).to(dv) for q in range(p)] if r == root else None,
+                     src=root)
+        same(sc, mk(dt, r, 2), "scatter %s" % dt)
+        if p > 1:
+            got = torch.empty(6, dtype=dt, device=dv)
+            reqs = [dist.irecv(got, (r - 1) % p, tag=5),
+                    dist.isend(mk(dt, r).to(dv), (r + 1) % p, tag=5)]
+            for q in reqs:
+                q.wait()
+            same(got, mk(dt, (r - 1) % p), "send/recv %s" % dt)
+        with pytest.raises(weft.WeftError) as ei:
+            dist.all_reduce(mk(dt, r).to(dv))
+        assert "WEFT_ERR_DATATYPE" in str(ei.value), dt
+    dist.all_reduce(torch.ones(1))  # the group is still in step
+
+
 def test_bool_tensors():
     # bool tensors: moved as bytes, reduced so that every value stays 0 or 1
     # (SUM is any, PRODUCT all), as NCCL's backend does; DDP broadcasts a
