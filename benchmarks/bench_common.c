@@ -167,6 +167,7 @@ static const struct {
     {"char", WEFT_INT8},       {"uint8", WEFT_UINT8},     {"int64", WEFT_INT64},
     {"long", WEFT_INT64},      {"uint64", WEFT_UINT64},   {"float16", WEFT_FLOAT16},
     {"half", WEFT_FLOAT16},    {"bfloat16", WEFT_BFLOAT16}, {"bf16", WEFT_BFLOAT16},
+    {"int16", WEFT_INT16},     {"short", WEFT_INT16},     {"uint16", WEFT_UINT16},
     /* OSU OMB 7's -T names */
     {"mpi_char", WEFT_INT8},   {"mpi_int", WEFT_INT32},   {"mpi_float", WEFT_FLOAT32},
 };
@@ -187,6 +188,8 @@ MPI_Datatype bench_mpi_dtype(weft_datatype_t dt)
     switch (dt) {
     case WEFT_INT8: return MPI_INT8_T;
     case WEFT_UINT8: return MPI_UINT8_T;
+    case WEFT_INT16: return MPI_INT16_T;
+    case WEFT_UINT16: return MPI_UINT16_T;
     case WEFT_INT32: return MPI_INT32_T;
     case WEFT_UINT32: return MPI_UINT32_T;
     case WEFT_INT64: return MPI_INT64_T;
@@ -254,8 +257,8 @@ void bench_usage(const bench_ctx_t *b, const bench_spec_t *spec, FILE *f)
         "  -r, --rounds R       interleaved rounds; the median over rounds is reported\n"
         "                       (default 5, at most %d)\n"
         "  --budget SECONDS     time per size and variant when -i is not given (default 0.4)\n"
-        "  -T TYPE              float|double|int|int8|uint8|int32|uint32|int64|uint64|\n"
-        "                       float16|bfloat16 (default float)\n"
+        "  -T TYPE              float|double|int|int8|uint8|int16|uint16|int32|uint32|\n"
+        "                       int64|uint64|float16|bfloat16 (default float)\n"
         "  -a ALGO              force an algorithm with weft_comm_set_algo: auto, ring,\n"
         "                       recursive_doubling, rabenseifner, tree, mpi, ... (default auto)\n"
         "  --csv FILE           also write the figures as CSV to FILE\n"
@@ -354,8 +357,8 @@ static int apply_short(bench_ctx_t *b, const bench_spec_t *spec, bench_opts_t *o
     case 'T':
         if (bench_parse_dtype(val, &o->dtype) != 0)
             return usage_error(b, spec,
-                               "unknown datatype '%s' (float, double, int, int8, uint8, int32, "
-                               "uint32, int64, uint64, float16, bfloat16)",
+                               "unknown datatype '%s' (float, double, int, int8, uint8, int16, "
+                               "uint16, int32, uint32, int64, uint64, float16, bfloat16)",
                                val);
         return BENCH_PARSE_OK;
     case 'a':
@@ -882,8 +885,8 @@ double bench_value(size_t i, unsigned seed, weft_datatype_t dt)
     switch (dt) {
     case WEFT_INT8: return (double)(v / 4);
     case WEFT_UINT8: return (double)((v + 8) / 8);
-    case WEFT_INT32: case WEFT_INT64: return (double)v;
-    case WEFT_UINT32: case WEFT_UINT64: return (double)(v + 8);
+    case WEFT_INT16: case WEFT_INT32: case WEFT_INT64: return (double)v;
+    case WEFT_UINT16: case WEFT_UINT32: case WEFT_UINT64: return (double)(v + 8);
     default: return (double)v * 0.25; /* float32/64, float16, bfloat16: exact */
     }
 }
@@ -895,6 +898,8 @@ void bench_fill_seed(void *buf, size_t count, weft_datatype_t dt, unsigned seed)
         switch (dt) {
         case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)d; break;
         case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)d; break;
+        case WEFT_INT16: ((int16_t *)buf)[i] = (int16_t)d; break;
+        case WEFT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)d; break;
         case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)d; break;
         case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)d; break;
         case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)d; break;
@@ -922,6 +927,8 @@ double bench_get(const void *buf, size_t i, weft_datatype_t dt)
     switch (dt) {
     case WEFT_INT8: return ((const int8_t *)buf)[i];
     case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+    case WEFT_INT16: return ((const int16_t *)buf)[i];
+    case WEFT_UINT16: return ((const uint16_t *)buf)[i];
     case WEFT_INT32: return ((const int32_t *)buf)[i];
     case WEFT_UINT32: return ((const uint32_t *)buf)[i];
     case WEFT_INT64: return (double)((const int64_t *)buf)[i];

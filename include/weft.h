@@ -87,9 +87,11 @@ typedef uint64_t weft_request_t;
 /** Pass as sendbuf for the in-place form (the input is read from recvbuf). */
 #define WEFT_IN_PLACE ((const void *)(intptr_t)-1)
 
+/* New types are appended: a value, once given, never changes (ABI). */
 typedef enum weft_datatype {
     WEFT_INT8 = 0, WEFT_UINT8, WEFT_INT32, WEFT_UINT32, WEFT_INT64, WEFT_UINT64,
     WEFT_FLOAT16, WEFT_BFLOAT16, WEFT_FLOAT32, WEFT_FLOAT64,
+    WEFT_INT16, WEFT_UINT16,
     WEFT_DATATYPE_COUNT
 } weft_datatype_t;
 

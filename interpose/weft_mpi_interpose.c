@@ -289,6 +289,10 @@ static void dt_map_init(void)
     dt_add(MPI_UINT64_T, WEFT_UINT64, 8);
     dt_add(MPI_LONG_LONG, WEFT_INT64, 8);
     dt_add(MPI_UNSIGNED_LONG_LONG, WEFT_UINT64, 8);
+    dt_add(MPI_SHORT, WEFT_INT16, 2);
+    dt_add(MPI_INT16_T, WEFT_INT16, 2);
+    dt_add(MPI_UNSIGNED_SHORT, WEFT_UINT16, 2);
+    dt_add(MPI_UINT16_T, WEFT_UINT16, 2);
     dt_add(MPI_INT8_T, WEFT_INT8, 1);
     dt_add(MPI_SIGNED_CHAR, WEFT_INT8, 1);
     dt_add(MPI_UINT8_T, WEFT_UINT8, 1);

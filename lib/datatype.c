@@ -14,6 +14,7 @@ static const struct {
     [WEFT_INT64] = {"int64", 8, 1},     [WEFT_UINT64] = {"uint64", 8, 1},
     [WEFT_FLOAT16] = {"float16", 2, 0}, [WEFT_BFLOAT16] = {"bfloat16", 2, 0},
     [WEFT_FLOAT32] = {"float32", 4, 0}, [WEFT_FLOAT64] = {"float64", 8, 0},
+    [WEFT_INT16] = {"int16", 2, 1},     [WEFT_UINT16] = {"uint16", 2, 1},
 };
 
 static const char *const op_names[WEFT_OP_COUNT] = {
@@ -27,6 +28,8 @@ size_t weft__dtype_size(weft_datatype_t d) { return dtype_valid(d) ? dtypes[d].s
 size_t weft_datatype_size(weft_datatype_t d) { return weft__dtype_size(d); }
 const char *weft_datatype_name(weft_datatype_t d) { return dtype_valid(d) ? dtypes[d].name : NULL; }
 const char *weft_op_name(weft_op_t op) { return (unsigned)op < WEFT_OP_COUNT ? op_names[op] : NULL; }
+
+bool weft__dtype_is_int(weft_datatype_t d) { return dtype_valid(d) && dtypes[d].integer; }
 
 weft_status_t weft__check_dtype_op(weft_datatype_t d, weft_op_t op)
 {

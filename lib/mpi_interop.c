@@ -146,6 +146,8 @@ MPI_Datatype weft__dtype_mpi(weft_datatype_t d)
     switch (d) {
     case WEFT_INT8: return MPI_INT8_T;
     case WEFT_UINT8: return MPI_UINT8_T;
+    case WEFT_INT16: return MPI_INT16_T;
+    case WEFT_UINT16: return MPI_UINT16_T;
     case WEFT_INT32: return MPI_INT32_T;
     case WEFT_UINT32: return MPI_UINT32_T;
     case WEFT_INT64: return MPI_INT64_T;

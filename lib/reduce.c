@@ -104,6 +104,10 @@ static inline double u2d(uint64_t u) { double x; memcpy(&x, &u, 8); return x; }
 
 INT_KERNELS(int8_t, uint8_t)
 INT_KERNELS(uint8_t, uint8_t)
+/* 16-bit: in 32-bit unsigned arithmetic (uint16_t operands promote to int,
+ * whose product can overflow) */
+INT_KERNELS(int16_t, uint32_t)
+INT_KERNELS(uint16_t, uint32_t)
 INT_KERNELS(int32_t, uint32_t)
 INT_KERNELS(uint32_t, uint32_t)
 INT_KERNELS(int64_t, uint64_t)
@@ -127,6 +131,14 @@ KERNELS(double, uint64_t, max, OP_DMAX)
                     [WEFT_MIN] = K##_uint8_t_min, [WEFT_MAX] = K##_uint8_t_max,        \
                     [WEFT_AVG] = K##_uint8_t_sum, [WEFT_BAND] = K##_uint8_t_band,      \
                     [WEFT_BOR] = K##_uint8_t_bor, [WEFT_BXOR] = K##_uint8_t_bxor},     \
+    [WEFT_INT16] = {[WEFT_SUM] = K##_int16_t_sum, [WEFT_PROD] = K##_int16_t_prod,      \
+                    [WEFT_MIN] = K##_int16_t_min, [WEFT_MAX] = K##_int16_t_max,        \
+                    [WEFT_AVG] = K##_int16_t_sum, [WEFT_BAND] = K##_int16_t_band,      \
+                    [WEFT_BOR] = K##_int16_t_bor, [WEFT_BXOR] = K##_int16_t_bxor},     \
+    [WEFT_UINT16] = {[WEFT_SUM] = K##_uint16_t_sum, [WEFT_PROD] = K##_uint16_t_prod,   \
+                     [WEFT_MIN] = K##_uint16_t_min, [WEFT_MAX] = K##_uint16_t_max,     \
+                     [WEFT_AVG] = K##_uint16_t_sum, [WEFT_BAND] = K##_uint16_t_band,   \
+                     [WEFT_BOR] = K##_uint16_t_bor, [WEFT_BXOR] = K##_uint16_t_bxor},  \
     [WEFT_INT32] = {[WEFT_SUM] = K##_int32_t_sum, [WEFT_PROD] = K##_int32_t_prod,      \
                     [WEFT_MIN] = K##_int32_t_min, [WEFT_MAX] = K##_int32_t_max,        \
                     [WEFT_AVG] = K##_int32_t_sum, [WEFT_BAND] = K##_int32_t_band,      \
@@ -307,6 +319,8 @@ void weft__scale_avg(void *buf, size_t count, weft_datatype_t dtype, int n)
     switch (dtype) {
     case WEFT_INT8: SCALE_INT(int8_t, int64_t); break;
     case WEFT_UINT8: SCALE_INT(uint8_t, uint64_t); break;
+    case WEFT_INT16: SCALE_INT(int16_t, int64_t); break;
+    case WEFT_UINT16: SCALE_INT(uint16_t, uint64_t); break;
     case WEFT_INT32: SCALE_INT(int32_t, int64_t); break;
     case WEFT_UINT32: SCALE_INT(uint32_t, uint64_t); break;
     case WEFT_INT64: SCALE_INT(int64_t, int64_t); break;
@@ -347,8 +361,8 @@ void weft__scale_avg(void *buf, size_t count, weft_datatype_t dtype, int n)
 weft_datatype_t weft__avg_wide(weft_datatype_t dtype)
 {
     switch (dtype) {
-    case WEFT_INT8: case WEFT_INT32: return WEFT_INT64;
-    case WEFT_UINT8: case WEFT_UINT32: return WEFT_UINT64;
+    case WEFT_INT8: case WEFT_INT16: case WEFT_INT32: return WEFT_INT64;
+    case WEFT_UINT8: case WEFT_UINT16: case WEFT_UINT32: return WEFT_UINT64;
     case WEFT_FLOAT16: return WEFT_FLOAT32;
     default: return dtype; /* int64/uint64 have no wider type; bfloat16 and
                               float32/64 cannot overflow a sum of p values
@@ -368,8 +382,10 @@ void weft__avg_widen(void *dst, const void *src, size_t count, weft_datatype_t d
 {
     switch (dtype) {
     case WEFT_INT8: WIDEN_INT(int8_t, int64_t); break;
+    case WEFT_INT16: WIDEN_INT(int16_t, int64_t); break;
     case WEFT_INT32: WIDEN_INT(int32_t, int64_t); break;
     case WEFT_UINT8: WIDEN_INT(uint8_t, uint64_t); break;
+    case WEFT_UINT16: WIDEN_INT(uint16_t, uint64_t); break;
     case WEFT_UINT32: WIDEN_INT(uint32_t, uint64_t); break;
     case WEFT_FLOAT16: widen(dst, src, count, 0); break;
     default: WEFT__ERROR("weft__avg_widen: datatype %d has no wider type", (int)dtype); break;
@@ -389,8 +405,10 @@ void weft__avg_narrow(void *dst, const void *src, size_t count, weft_datatype_t 
 {
     switch (dtype) {
     case WEFT_INT8: NARROW_INT(int8_t, int64_t); break;
+    case WEFT_INT16: NARROW_INT(int16_t, int64_t); break;
     case WEFT_INT32: NARROW_INT(int32_t, int64_t); break;
     case WEFT_UINT8: NARROW_INT(uint8_t, uint64_t); break;
+    case WEFT_UINT16: NARROW_INT(uint16_t, uint64_t); break;
     case WEFT_UINT32: NARROW_INT(uint32_t, uint64_t); break;
     case WEFT_FLOAT16: {
         const float *restrict s = src;

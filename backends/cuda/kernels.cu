@@ -21,7 +21,7 @@ namespace {
 enum { OP_SUM = 0, OP_PROD, OP_MIN, OP_MAX, OP_AVG, OP_BAND, OP_BOR, OP_BXOR };
 /* weft_datatype_t */
 enum { DT_INT8 = 0, DT_UINT8, DT_INT32, DT_UINT32, DT_INT64, DT_UINT64, DT_FLOAT16, DT_BFLOAT16,
-       DT_FLOAT32, DT_FLOAT64 };
+       DT_FLOAT32, DT_FLOAT64, DT_INT16, DT_UINT16 };
 
 template <int OP, typename T> struct Op;
 template <typename T> struct Op<OP_SUM, T> { __device__ static T f(T a, T b) { return a + b; } };
@@ -36,6 +36,8 @@ template <typename T> struct Op<OP_BXOR, T> { __device__ static T f(T a, T b) { 
 /* Integer SUM/PROD in the unsigned type: wraps without undefined behaviour. */
 template <typename T> struct Wide { typedef T U; };
 template <> struct Wide<int8_t> { typedef uint8_t U; };
+template <> struct Wide<int16_t> { typedef uint32_t U; }; /* 16-bit products overflow int */
+template <> struct Wide<uint16_t> { typedef uint32_t U; };
 template <> struct Wide<int32_t> { typedef uint32_t U; };
 template <> struct Wide<int64_t> { typedef uint64_t U; };
 
@@ -92,6 +94,8 @@ cudaError_t launch_arith(void *io, const void *in, size_t n, int dt, cudaStream_
     switch (dt) {
     case DT_INT8: reduce_int<OP, int8_t><<<b, THREADS, 0, s>>>((int8_t *)io, (const int8_t *)in, n); break;
     case DT_UINT8: reduce_int<OP, uint8_t><<<b, THREADS, 0, s>>>((uint8_t *)io, (const uint8_t *)in, n); break;
+    case DT_INT16: reduce_int<OP, int16_t><<<b, THREADS, 0, s>>>((int16_t *)io, (const int16_t *)in, n); break;
+    case DT_UINT16: reduce_int<OP, uint16_t><<<b, THREADS, 0, s>>>((uint16_t *)io, (const uint16_t *)in, n); break;
     case DT_INT32: reduce_int<OP, int32_t><<<b, THREADS, 0, s>>>((int32_t *)io, (const int32_t *)in, n); break;
     case DT_UINT32: reduce_int<OP, uint32_t><<<b, THREADS, 0, s>>>((uint32_t *)io, (const uint32_t *)in, n); break;
     case DT_INT64: reduce_int<OP, int64_t><<<b, THREADS, 0, s>>>((int64_t *)io, (const int64_t *)in, n); break;
@@ -116,6 +120,8 @@ cudaError_t launch_bits(void *io, const void *in, size_t n, int dt, cudaStream_t
     case DT_UINT32: reduce_int<OP, uint32_t><<<b, THREADS, 0, s>>>((uint32_t *)io, (const uint32_t *)in, n); break;
     case DT_INT64: reduce_int<OP, int64_t><<<b, THREADS, 0, s>>>((int64_t *)io, (const int64_t *)in, n); break;
     case DT_UINT64: reduce_int<OP, uint64_t><<<b, THREADS, 0, s>>>((uint64_t *)io, (const uint64_t *)in, n); break;
+    case DT_INT16: reduce_int<OP, int16_t><<<b, THREADS, 0, s>>>((int16_t *)io, (const int16_t *)in, n); break;
+    case DT_UINT16: reduce_int<OP, uint16_t><<<b, THREADS, 0, s>>>((uint16_t *)io, (const uint16_t *)in, n); break;
     default: return cudaErrorInvalidValue; /* bitwise ops on floats */
     }
     return cudaGetLastError();

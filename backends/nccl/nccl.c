@@ -18,6 +18,7 @@
 #include "ctl.h"
 #include "device.h"
 #include "log.h"
+#include "reduce.h"
 #include "sys.h"
 #include "transport.h"
 
@@ -144,7 +145,7 @@ static bool n_supports(weft_datatype_t dtype, weft_op_t op)
     ncclDataType_t t;
     ncclRedOp_t o;
     /* ncclAvg on integers truncates differently from Weft's AVG: keep it on floats */
-    if (op == WEFT_AVG && dtype <= WEFT_UINT64) return false;
+    if (op == WEFT_AVG && weft__dtype_is_int(dtype)) return false;
     return n_dtype(dtype, &t) && n_op(op, &o);
 }
 

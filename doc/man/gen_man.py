@@ -98,7 +98,7 @@ interleaved rounds; the median over rounds is reported (default 5)
 time per size and variant when \-i is not given (default 0.4)
 .TP
 \fB\-T\fR \fITYPE\fR
-float, double, int, int8, uint8, int32, uint32, int64, uint64, float16, bfloat16
+float, double, int, int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16
 .TP
 \fB\-a\fR \fIALGO\fR
 force an algorithm (weft_comm_set_algo); an unknown name is refused with the valid ones listed

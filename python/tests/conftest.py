@@ -22,7 +22,7 @@ DTYPES = [
     (weft.INT8, np.int8), (weft.UINT8, np.uint8), (weft.INT32, np.int32),
     (weft.UINT32, np.uint32), (weft.INT64, np.int64), (weft.UINT64, np.uint64),
     (weft.FLOAT16, np.float16), (weft.BFLOAT16, np.uint16), (weft.FLOAT32, np.float32),
-    (weft.FLOAT64, np.float64),
+    (weft.FLOAT64, np.float64), (weft.INT16, np.int16), (weft.UINT16, np.uint16),
 ]
 
 

@@ -35,7 +35,8 @@ def ref_reduce(op, size, n=N):
 
 
 def is_int(wd):
-    return wd in (weft.INT8, weft.UINT8, weft.INT32, weft.UINT32, weft.INT64, weft.UINT64)
+    return wd in (weft.INT8, weft.UINT8, weft.INT16, weft.UINT16, weft.INT32, weft.UINT32,
+                  weft.INT64, weft.UINT64)
 
 
 @pytest.mark.parametrize("wd,npt", DTYPES, ids=[weft.datatype_name(d) for d, _ in DTYPES])

@@ -181,8 +181,8 @@ def test_tensor_parallel_matches_serial(groups):
 
 
 def test_ddp_buffers_of_any_dtype(groups):
-    # DDP broadcasts a model's buffers at its start: bool ones, and int16 and
-    # float8 ones, which Weft moves as bytes (doc/python.md)
+    # DDP broadcasts a model's buffers at its start: bool ones, int16 ones,
+    # and float8 ones, which Weft moves as bytes (doc/python.md)
     r = dist.get_rank()
 
     class Masked(nn.Module):

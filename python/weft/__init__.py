@@ -34,8 +34,8 @@ from ._errors import (SUCCESS, INPROGRESS, ERR_INVALID_ARG, ERR_DATATYPE, ERR_OP
                       ERR_INVALID_COMM, ERR_NO_MEMORY, ERR_THREAD_LEVEL, ERR_MPI, ERR_TIMEOUT,
                       ERR_COMM_BROKEN, ERR_UNSUPPORTED, ERR_ALGORITHM, ERR_TUNING_FILE, ERR_CUDA,
                       ERR_NCCL, ERR_UCX, ERR_STREAM, ERR_HALO_PLAN, ERR_FINALIZING, ERR_INTERNAL)
-from ._dtypes import (INT8, UINT8, INT32, UINT32, INT64, UINT64, FLOAT16, BFLOAT16, FLOAT32,
-                      FLOAT64, SUM, PROD, MIN, MAX, AVG, BAND, BOR, BXOR)
+from ._dtypes import (INT8, UINT8, INT16, UINT16, INT32, UINT32, INT64, UINT64, FLOAT16,
+                      BFLOAT16, FLOAT32, FLOAT64, SUM, PROD, MIN, MAX, AVG, BAND, BOR, BXOR)
 from . import _dtypes
 from ._buffers import resolve as _resolve
 from ._request import Request, waitall, MODE as COMPLETION_MODE

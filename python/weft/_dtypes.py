@@ -2,21 +2,24 @@
 
 from ._errors import WeftError, ERR_DATATYPE, ERR_OP
 
-INT8, UINT8, INT32, UINT32, INT64, UINT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64 = range(10)
+# weft_datatype_t's values (int16 and uint16 came last: the others kept theirs)
+(INT8, UINT8, INT32, UINT32, INT64, UINT64, FLOAT16, BFLOAT16, FLOAT32, FLOAT64,
+ INT16, UINT16) = range(12)
 SUM, PROD, MIN, MAX, AVG, BAND, BOR, BXOR = range(8)
 
 NAMES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "bfloat16",
-         "float32", "float64")
-SIZES = (1, 1, 4, 4, 8, 8, 2, 2, 4, 8)
+         "float32", "float64", "int16", "uint16")
+SIZES = (1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2)
 OP_NAMES = ("sum", "prod", "min", "max", "avg", "band", "bor", "bxor")
 
 # numpy typestr without the byte-order character
-_TYPESTR = {"i1": INT8, "u1": UINT8, "i4": INT32, "u4": UINT32, "i8": INT64, "u8": UINT64,
+_TYPESTR = {"i1": INT8, "u1": UINT8, "i2": INT16, "u2": UINT16, "i4": INT32, "u4": UINT32, "i8": INT64, "u8": UINT64,
             "f2": FLOAT16, "f4": FLOAT32, "f8": FLOAT64}
 # struct / buffer-protocol format characters (native sizes on Linux x86-64 and aarch64)
-_FORMAT = {"b": INT8, "B": UINT8, "i": INT32, "I": UINT32, "l": INT64, "L": UINT64,
+_FORMAT = {"b": INT8, "B": UINT8, "h": INT16, "H": UINT16, "i": INT32, "I": UINT32, "l": INT64, "L": UINT64,
            "q": INT64, "Q": UINT64, "e": FLOAT16, "f": FLOAT32, "d": FLOAT64}
-_TORCH = {"torch.int8": INT8, "torch.uint8": UINT8, "torch.int32": INT32,
+_TORCH = {"torch.int8": INT8, "torch.uint8": UINT8, "torch.int16": INT16,
+          "torch.uint16": UINT16, "torch.int32": INT32,
           "torch.uint32": UINT32, "torch.int64": INT64, "torch.uint64": UINT64,
           "torch.float16": FLOAT16, "torch.bfloat16": BFLOAT16, "torch.float32": FLOAT32,
           "torch.float64": FLOAT64}

@@ -838,11 +838,10 @@ def _first_tensor(args):
 
 # ---- dtypes Weft has no datatype for, in collectives that only move data -------
 # broadcast, allgather, alltoall, gather, scatter, send and recv copy bytes:
-# a tensor of int16, uint16, a float8 type or any other dtype without a Weft
-# datatype runs on a view of the same memory as a same-sized dtype Weft has
-# (the carrier; nothing is converted, so the bytes arrive as they left).
-# DDP's start-up broadcast of a model's buffers and FSDP2's float8
-# all-gather need it. Reductions on such dtypes are refused (WEFT_ERR_DATATYPE):
+# a tensor of a float8 type or any other dtype without a Weft datatype runs
+# on a view of the same memory as a same-sized dtype Weft has (the carrier;
+# nothing is converted, so the bytes arrive as they left). DDP's start-up
+# broadcast of a model's float8 buffers and FSDP2's float8 all-gather need it. Reductions on such dtypes are refused (WEFT_ERR_DATATYPE):
 # their arithmetic is the dtype's own.
 _MOVES = frozenset(("broadcast", "allgather", "all_gather_single", "all_gather_single_coalesced",
                     "alltoall", "all_to_all_single", "gather", "scatter", "send", "recv"))

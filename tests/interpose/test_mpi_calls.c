@@ -8,7 +8,7 @@
  * MPI_REQUEST_NULL entries completed by Waitany, Waitsome, Testany,
  * Testsome and Testall, with the receive's status checked),
  * odd counts, MPI_IN_PLACE, every root, calls that must fall through (user
- * operations, derived and non-contiguous datatypes, MPI_SHORT, MPI_LAND,
+ * operations, derived and non-contiguous datatypes, MPI_LAND,
  * MPI_MAXLOC), communicators split, duplicated and freed in a loop,
  * MPI_COMM_SELF, the MPI-4 large-count (_c) forms, and a barrier that must
  * hold every rank. Floating-point
@@ -216,9 +216,10 @@ static void test_reductions(MPI_Comm comm, int count, int seed)
         {MPI_LONG, K_INT64, 8, MPI_PROD, "long prod"},
         {MPI_UNSIGNED, K_UINT32, 4, MPI_BXOR, "unsigned bxor"},
         {MPI_INT, K_INT32, 4, MPI_MIN, "int min"},
+        {MPI_SHORT, K_SHORT, 2, MPI_SUM, "short sum"},
+        {MPI_SHORT, K_SHORT, 2, MPI_MIN, "short min"},
         /* fall through */
         {MPI_DOUBLE, K_ANYDOUBLE, 8, uop, "user op"},
-        {MPI_SHORT, K_SHORT, 2, MPI_SUM, "short sum"},
         {MPI_INT, K_INT32, 4, MPI_LAND, "int land"},
         {MPI_2INT, K_INT32, 8, MPI_MAXLOC, "2int maxloc"},
         {contig2d, K_ANYDOUBLE, 16, uop, "contiguous derived, user op"},

@@ -143,6 +143,8 @@ MPI_Datatype mt_mpi_dtype(weft_datatype_t dt)
     switch (dt) {
     case WEFT_INT8: return MPI_INT8_T;
     case WEFT_UINT8: return MPI_UINT8_T;
+    case WEFT_INT16: return MPI_INT16_T;
+    case WEFT_UINT16: return MPI_UINT16_T;
     case WEFT_INT32: return MPI_INT32_T;
     case WEFT_UINT32: return MPI_UINT32_T;
     case WEFT_INT64: return MPI_INT64_T;
@@ -171,14 +173,17 @@ size_t mt_dtype_size(weft_datatype_t dt)
 {
     switch (dt) {
     case WEFT_INT8: case WEFT_UINT8: return 1;
-    case WEFT_FLOAT16: case WEFT_BFLOAT16: return 2;
+    case WEFT_INT16: case WEFT_UINT16: case WEFT_FLOAT16: case WEFT_BFLOAT16: return 2;
     case WEFT_INT32: case WEFT_UINT32: case WEFT_FLOAT32: return 4;
     case WEFT_INT64: case WEFT_UINT64: case WEFT_FLOAT64: return 8;
     default: return 0;
     }
 }
 
-int mt_dtype_is_int(weft_datatype_t dt) { return dt >= WEFT_INT8 && dt <= WEFT_UINT64; }
+int mt_dtype_is_int(weft_datatype_t dt)
+{
+    return (dt >= WEFT_INT8 && dt <= WEFT_UINT64) || dt == WEFT_INT16 || dt == WEFT_UINT16;
+}
 
 int mt_dtype_is_float(weft_datatype_t dt) { return dt >= WEFT_FLOAT16 && dt <= WEFT_FLOAT64; }
 
@@ -252,6 +257,8 @@ double mt_get(const void *buf, size_t i, weft_datatype_t dt)
     switch (dt) {
     case WEFT_INT8: return ((const int8_t *)buf)[i];
     case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+    case WEFT_INT16: return ((const int16_t *)buf)[i];
+    case WEFT_UINT16: return ((const uint16_t *)buf)[i];
     case WEFT_INT32: return ((const int32_t *)buf)[i];
     case WEFT_UINT32: return ((const uint32_t *)buf)[i];
     case WEFT_INT64: return (double)((const int64_t *)buf)[i];
@@ -269,6 +276,8 @@ void mt_set(void *buf, size_t i, weft_datatype_t dt, double v)
     switch (dt) {
     case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
     case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case WEFT_INT16: ((int16_t *)buf)[i] = (int16_t)v; break;
+    case WEFT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
     case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
     case WEFT_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
@@ -312,7 +321,9 @@ size_t mt_bad_bytes(const uint8_t *buf, size_t n, int src, uint32_t salt)
 
 void mt_fill(void *buf, size_t count, weft_datatype_t dt, weft_op_t op, int rank, uint64_t seed)
 {
-    int is_signed = dt == WEFT_INT8 || dt == WEFT_INT32 || dt == WEFT_INT64 || mt_dtype_is_float(dt);
+    int is_signed = dt == WEFT_INT8 || dt == WEFT_INT16 || dt == WEFT_INT32 || dt == WEFT_INT64 ||
+                    mt_dtype_is_float(dt);
+    int narrow = dt == WEFT_INT8 || dt == WEFT_UINT8, mid = dt == WEFT_INT16 || dt == WEFT_UINT16;
     uint64_t base = mix64(seed * 1000003ull + (uint64_t)rank * 7919ull + (uint64_t)dt * 31ull +
                           (uint64_t)op);
     for (size_t i = 0; i < count; i++) {
@@ -340,20 +351,20 @@ void mt_fill(void *buf, size_t count, weft_datatype_t dt, weft_op_t op, int rank
                 break;
             }
         } else {
-            /* Integers small enough that p <= 16 ranks never overflow int8 on
-             * SUM; MIN/MAX use a wider spread. */
+            /* Integers small enough that p <= 16 ranks never overflow their
+             * type on SUM; MIN/MAX use a wider spread. */
             long range;
             switch (op) {
             case WEFT_PROD:
                 v = (h % 8 == 0) ? 2.0 : ((is_signed && (h & 16)) ? -1.0 : 1.0);
-                if (dt == WEFT_INT8 || dt == WEFT_UINT8) v = (h % 16 == 0) ? 2.0 : v;
+                if (narrow) v = (h % 16 == 0) ? 2.0 : v;
                 mt_set(buf, i, dt, v);
                 continue;
             case WEFT_MIN: case WEFT_MAX:
-                range = (dt == WEFT_INT8 || dt == WEFT_UINT8) ? 100 : 1000000;
+                range = narrow ? 100 : mid ? 30000 : 1000000;
                 break;
             default:
-                range = (dt == WEFT_INT8 || dt == WEFT_UINT8) ? 7 : 100000;
+                range = narrow ? 7 : mid ? 2000 : 100000;
                 break;
             }
             v = (double)(long)(h % (uint64_t)(2 * range + 1)) - (is_signed ? (double)range : 0.0);

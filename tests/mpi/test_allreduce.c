@@ -66,14 +66,15 @@ static uint64_t fnv(const void *buf, size_t n)
 static int mpi_algo_can(weft_datatype_t dt, weft_op_t op)
 {
     if (dt == WEFT_FLOAT16 || dt == WEFT_BFLOAT16) return 0;
-    if (dt == WEFT_UINT8 && (op == WEFT_MIN || op == WEFT_MAX)) return 0;
+    if ((dt == WEFT_UINT8 || dt == WEFT_UINT16) && (op == WEFT_MIN || op == WEFT_MAX)) return 0;
     return 1;
 }
 
 static int needs_local_ref(weft_datatype_t dt, weft_op_t op)
 {
+    /* MPICH 4.0 compares MPI_UINT8_T and MPI_UINT16_T as signed in MIN/MAX */
     return mt_mpi_dtype(dt) == MPI_DATATYPE_NULL ||
-           (dt == WEFT_UINT8 && (op == WEFT_MIN || op == WEFT_MAX));
+           ((dt == WEFT_UINT8 || dt == WEFT_UINT16) && (op == WEFT_MIN || op == WEFT_MAX));
 }
 
 static double rtol_for(weft_datatype_t dt, weft_op_t op)
@@ -122,6 +123,8 @@ static void divide_ref(void *ref, size_t n, weft_datatype_t dt)
         switch (dt) {
         case WEFT_INT8: ((int8_t *)ref)[i] = (int8_t)(((int8_t *)ref)[i] / P); break;
         case WEFT_UINT8: ((uint8_t *)ref)[i] = (uint8_t)(((uint8_t *)ref)[i] / (unsigned)P); break;
+        case WEFT_INT16: ((int16_t *)ref)[i] = (int16_t)(((int16_t *)ref)[i] / P); break;
+        case WEFT_UINT16: ((uint16_t *)ref)[i] = (uint16_t)(((uint16_t *)ref)[i] / (unsigned)P); break;
         case WEFT_INT32: ((int32_t *)ref)[i] /= P; break;
         case WEFT_UINT32: ((uint32_t *)ref)[i] /= (uint32_t)P; break;
         case WEFT_INT64: ((int64_t *)ref)[i] /= P; break;

@@ -17,6 +17,8 @@ static double input(weft_datatype_t dt, int r, size_t i)
     switch (dt) {
     case WEFT_INT8: return 100 + (double)((r + (int)i) % 27);            /* up to 126 */
     case WEFT_UINT8: return 200 + (double)((r * 7 + (int)i) % 55);       /* up to 254 */
+    case WEFT_INT16: return 30000 + (double)((r * 3 + (int)i) % 2700);   /* up to 32699 */
+    case WEFT_UINT16: return 60000 + (double)((r * 5 + (int)i) % 5500);  /* up to 65499 */
     case WEFT_INT32: return (double)(1 << 30) + (double)(r * 1000 + (int)i); /* ~2^30 */
     case WEFT_UINT32: return 3.5e9 + (double)(r * 1000 + (int)i);        /* > 2^31 */
     case WEFT_FLOAT16: return 60000 - 32 * (double)((r + (int)i) % 8);   /* exact in f16 */
@@ -42,6 +44,8 @@ static void put(void *buf, weft_datatype_t dt, size_t i, double v)
     switch (dt) {
     case WEFT_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
     case WEFT_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case WEFT_INT16: ((int16_t *)buf)[i] = (int16_t)v; break;
+    case WEFT_UINT16: ((uint16_t *)buf)[i] = (uint16_t)v; break;
     case WEFT_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
     case WEFT_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
     case WEFT_FLOAT16: mt_set(buf, i, dt, v); break;
@@ -54,6 +58,8 @@ static double get(const void *buf, weft_datatype_t dt, size_t i)
     switch (dt) {
     case WEFT_INT8: return ((const int8_t *)buf)[i];
     case WEFT_UINT8: return ((const uint8_t *)buf)[i];
+    case WEFT_INT16: return ((const int16_t *)buf)[i];
+    case WEFT_UINT16: return ((const uint16_t *)buf)[i];
     case WEFT_INT32: return ((const int32_t *)buf)[i];
     case WEFT_UINT32: return ((const uint32_t *)buf)[i];
     case WEFT_FLOAT16: return mt_get(buf, i, dt);
@@ -117,7 +123,8 @@ int main(int argc, char **argv)
     mt_ctx_t t;
     int rc = mt_init(&t, &argc, &argv);
     if (rc != 0) return rc;
-    const weft_datatype_t dts[] = {WEFT_INT8, WEFT_UINT8, WEFT_INT32, WEFT_UINT32, WEFT_FLOAT16};
+    const weft_datatype_t dts[] = {WEFT_INT8, WEFT_UINT8, WEFT_INT16, WEFT_UINT16,
+                                   WEFT_INT32, WEFT_UINT32, WEFT_FLOAT16};
     for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) run(&t, dts[k]);
     return mt_finish(&t);
 }

@@ -34,13 +34,16 @@ static uint64_t rnd(void)
 
 static size_t esize(weft_datatype_t dt)
 {
-    static const size_t s[WEFT_DATATYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+    static const size_t s[WEFT_DATATYPE_COUNT] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2};
     return s[dt];
 }
-static int is_int(weft_datatype_t dt) { return dt <= WEFT_UINT64; }
+static int is_int(weft_datatype_t dt)
+{
+    return dt <= WEFT_UINT64 || dt == WEFT_INT16 || dt == WEFT_UINT16;
+}
 static int is_signed_int(weft_datatype_t dt)
 {
-    return dt == WEFT_INT8 || dt == WEFT_INT32 || dt == WEFT_INT64;
+    return dt == WEFT_INT8 || dt == WEFT_INT16 || dt == WEFT_INT32 || dt == WEFT_INT64;
 }
 static int valid(weft_datatype_t dt, weft_op_t op)
 {
@@ -373,6 +376,15 @@ START_TEST(test_scale_avg)
     int8_t i8b = 100;
     weft__scale_avg(&i8b, 1, WEFT_INT8, 200);
     ck_assert_int_eq(i8b, 0);
+    int16_t i16[3] = {-32768, 32767, -5};
+    weft__scale_avg(i16, 3, WEFT_INT16, 4);
+    ck_assert(i16[0] == -8192 && i16[1] == 8191 && i16[2] == -1);
+    uint16_t u16 = 65535;
+    weft__scale_avg(&u16, 1, WEFT_UINT16, 70000); /* divisor wider than the type */
+    ck_assert_uint_eq(u16, 0);
+    u16 = 65535;
+    weft__scale_avg(&u16, 1, WEFT_UINT16, 2);
+    ck_assert_uint_eq(u16, 32767);
     int32_t i32[2] = {-2147483647 - 1, 2147483647};
     weft__scale_avg(i32, 2, WEFT_INT32, 4);
     ck_assert(i32[0] == -536870912 && i32[1] == 536870911);

@@ -31,7 +31,8 @@ END_TEST
 
 START_TEST(datatypes_and_ops)
 {
-    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+    static const size_t sizes[] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 2, 2};
+    ck_assert_uint_eq(sizeof sizes / sizeof sizes[0], WEFT_DATATYPE_COUNT);
     for (int d = 0; d < WEFT_DATATYPE_COUNT; d++) {
         ck_assert_uint_eq(weft_datatype_size((weft_datatype_t)d), sizes[d]);
         ck_assert_ptr_nonnull(weft_datatype_name((weft_datatype_t)d));
@@ -40,6 +41,10 @@ START_TEST(datatypes_and_ops)
     ck_assert_ptr_null(weft_datatype_name((weft_datatype_t)-1));
     ck_assert_int_eq(weft__check_dtype_op(WEFT_FLOAT32, WEFT_BXOR), WEFT_ERR_DATATYPE);
     ck_assert_int_eq(weft__check_dtype_op(WEFT_INT32, WEFT_BXOR), WEFT_SUCCESS);
+    ck_assert_int_eq(weft__check_dtype_op(WEFT_UINT16, WEFT_BAND), WEFT_SUCCESS);
+    ck_assert_str_eq(weft_datatype_name(WEFT_INT16), "int16");
+    ck_assert(weft__dtype_is_int(WEFT_INT16) && !weft__dtype_is_int(WEFT_FLOAT16));
+    ck_assert(!weft__dtype_is_int(WEFT_DATATYPE_COUNT));
     ck_assert_int_eq(weft__check_dtype_op(WEFT_INT32, WEFT_OP_COUNT), WEFT_ERR_OP);
     ck_assert_int_eq(weft__check_dtype_op((weft_datatype_t)99, WEFT_SUM), WEFT_ERR_DATATYPE);
 }
