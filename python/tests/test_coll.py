@@ -302,3 +302,47 @@ def test_from_mpi4py(comm):
 
 def split_size(p, r):
     return len([q for q in range(p) if q % 2 == r % 2])
+
+
+def test_types_without_weft_datatype_are_moved(comm):
+    """bcast, allgather, alltoall, gather, scatter and sendrecv of arrays whose
+    type Weft has no datatype for (complex, bool, big-endian, records, 0-d)
+    move their bytes; a reduction of them is refused."""
+    r, p = comm.rank, comm.size
+    x = (np.arange(3) + 1j * (r + 1)).astype(np.complex128)
+    comm.bcast(x, root=p - 1)
+    np.testing.assert_array_equal(x, np.arange(3) + 1j * p)
+    out = np.zeros((p, 2), bool)
+    comm.allgather(np.array([r == 0, True]), out)
+    np.testing.assert_array_equal(out, [[q == 0, True] for q in range(p)])
+    ag = np.zeros((p, 4), ">f4")
+    comm.allgather((np.arange(4) * (r + 1)).astype(">f4"), ag)
+    np.testing.assert_array_equal(ag, [np.arange(4) * (q + 1) for q in range(p)])
+    rec = np.zeros(2, dtype=[("a", "i4"), ("b", "f8")])
+    rec["a"], rec["b"] = r, r / 2
+    allr = np.zeros((p, 2), dtype=rec.dtype)
+    comm.allgather(rec, allr)
+    np.testing.assert_array_equal(allr["b"][:, 1], np.arange(p) / 2)
+    a2a = (np.arange(2 * p) + 10j * r).astype(np.complex64)
+    o2 = np.zeros_like(a2a)
+    comm.ialltoall(a2a, o2).wait()
+    np.testing.assert_array_equal(
+        o2, np.array([[2 * r + k + 10j * q for k in range(2)] for q in range(p)]).ravel())
+    g = np.zeros(p, np.complex64) if r == 0 else None
+    comm.gather(np.array([1j * r], np.complex64), g, root=0)
+    if r == 0:
+        np.testing.assert_array_equal(g, 1j * np.arange(p))
+    sc = np.zeros(1, np.complex64)
+    comm.scatter(np.arange(p).astype(np.complex64) * 1j if r == 0 else None, sc, root=0)
+    np.testing.assert_array_equal(sc, [1j * r])
+    z = np.array(1.5 + 2j * r)
+    comm.bcast(z, root=0)
+    assert z == 1.5
+    s, got = np.full(3, 1j * r, np.complex64), np.zeros(3, np.complex64)
+    comm.sendrecv(s, (r + 1) % p, got, (r - 1) % p)
+    np.testing.assert_array_equal(got, np.full(3, 1j * ((r - 1) % p)))
+    with pytest.raises(weft.WeftError) as ei:
+        comm.allreduce(np.ones(2, np.complex64))
+    assert ei.value.status == weft.ERR_DATATYPE
+    with pytest.raises(weft.WeftError):  # no byte view of strided memory: refused
+        comm.bcast(np.zeros((4, 4), np.complex64)[:, ::2])

@@ -13,7 +13,8 @@ libweft's C ABI (include/weft.h), through ctypes.
 Arrays: numpy arrays, torch CPU tensors, anything with __array_interface__
 or the buffer protocol; C-contiguous, writable where Weft writes. Datatypes
 come from the array (every Weft datatype: int8 ... float64, float16,
-bfloat16), or from dtype= to reinterpret. Errors raise weft.WeftError.
+bfloat16), or from dtype= to reinterpret; the calls that only move data take
+any other type as its bytes. Errors raise weft.WeftError.
 Every call releases the GIL while Weft works or waits.
 
 Thread contract: as weft.h: any thread between init() and finalize(); the
@@ -151,6 +152,41 @@ def _same(a, b, what):
     if a.dtype != b.dtype:
         raise WeftError(ERR_DATATYPE, "%s: %s and %s differ" %
                         (what, _dtypes.name(a.dtype), _dtypes.name(b.dtype)))
+
+
+def _bytes_view(obj):
+    """obj's memory as bytes (same memory, C order), or None where no view is
+    possible without a copy (a copy would lose what Weft writes)."""
+    if hasattr(obj, "is_contiguous") and hasattr(obj, "element_size"):  # a torch tensor
+        import torch
+        return obj.view(torch.uint8) if obj.is_contiguous() else None
+    if getattr(obj, "__array_interface__", None) is not None:
+        import numpy as np
+        a = np.asarray(obj)
+        if not a.flags.c_contiguous:
+            return None
+        return (a.reshape(1) if a.ndim == 0 else a).view(np.uint8)
+    m = memoryview(obj)
+    return m.cast("B") if m.c_contiguous else None
+
+
+def _resolve_moved(obj, what, writable, dtype, dev):
+    """_resolve for calls that only move data (bcast, allgather, alltoall,
+    gather, scatter, send, recv): an array whose type Weft has no datatype
+    for (complex, bool, big-endian, float8, records, ...) moves as its bytes,
+    which arrive as they left. Counts are then in bytes on both sides."""
+    try:
+        return _resolve(obj, what, writable, dtype, dev)
+    except WeftError as e:
+        if dtype is not None or e.status != ERR_DATATYPE:
+            raise
+        try:
+            view = _bytes_view(obj)
+        except (TypeError, ValueError):
+            view = None
+        if view is None:
+            raise
+        return _resolve(view, what, writable, UINT8, dev)
 
 
 def _count(buf, n, what):
@@ -340,13 +376,13 @@ class Comm:
 
     # ---- allgather ---------------------------------------------------------
     def _ag_args(self, sendbuf, recvbuf, dtype):
-        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        r = _resolve_moved(recvbuf, "recvbuf", True, dtype, self._dev)
         if r.count % self.size:
             raise WeftError(ERR_INVALID_ARG, "recvbuf holds %d elements, not a multiple of "
                             "the %d ranks" % (r.count, self.size))
         if sendbuf is IN_PLACE:
             return _INPL, r, (r,)
-        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        s = _resolve_moved(sendbuf, "sendbuf", False, dtype, self._dev)
         _same(s, r, "allgather")
         _count(r, s.count * self.size, "recvbuf")
         return s.ptr, r, (s, r)
@@ -373,12 +409,12 @@ class Comm:
 
     def bcast(self, buf, root=0, dtype=None):
         """Root's buf into every rank's buf."""
-        b = _resolve(buf, "buffer", True, dtype, self._dev)
+        b = _resolve_moved(buf, "buffer", True, dtype, self._dev)
         _check(_lib.weft_bcast(b.ptr, b.count, b.dtype, self._root(root), self._h), "weft_bcast")
         return buf
 
     def ibcast(self, buf, root=0, dtype=None):
-        b = _resolve(buf, "buffer", True, dtype, self._dev)
+        b = _resolve_moved(buf, "buffer", True, dtype, self._dev)
         return self._req(_lib.weft_ibcast, (b.ptr, b.count, b.dtype, self._root(root), self._h),
                          (b,), buf, "weft_ibcast")
 
@@ -414,8 +450,8 @@ class Comm:
 
     # ---- alltoall ----------------------------------------------------------
     def _a2a_args(self, sendbuf, recvbuf, dtype):
-        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
-        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        s = _resolve_moved(sendbuf, "sendbuf", False, dtype, self._dev)
+        r = _resolve_moved(recvbuf, "recvbuf", True, dtype, self._dev)
         _same(s, r, "alltoall")
         _count(r, s.count, "recvbuf")
         if s.count % self.size:
@@ -442,18 +478,18 @@ class Comm:
         if self.rank == root:
             if recvbuf is None:
                 raise WeftError(ERR_INVALID_ARG, "gather: recvbuf is needed at the root")
-            r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+            r = _resolve_moved(recvbuf, "recvbuf", True, dtype, self._dev)
             if r.count % self.size:
                 raise WeftError(ERR_INVALID_ARG, "recvbuf holds %d elements, not a multiple "
                                 "of the %d ranks" % (r.count, self.size))
             n = r.count // self.size
             if sendbuf is IN_PLACE:
                 return _INPL, r.ptr, n, r.dtype, root, (r,)
-            s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+            s = _resolve_moved(sendbuf, "sendbuf", False, dtype, self._dev)
             _same(s, r, "gather")
             _count(s, n, "sendbuf")
             return s.ptr, r.ptr, n, s.dtype, root, (s, r)
-        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+        s = _resolve_moved(sendbuf, "sendbuf", False, dtype, self._dev)
         return s.ptr, None, s.count, s.dtype, root, (s,)
 
     def gather(self, sendbuf, recvbuf=None, root=0, dtype=None):
@@ -469,18 +505,18 @@ class Comm:
     def _scatter_args(self, sendbuf, recvbuf, root, dtype):
         root = self._root(root)
         if self.rank == root:
-            s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+            s = _resolve_moved(sendbuf, "sendbuf", False, dtype, self._dev)
             if s.count % self.size:
                 raise WeftError(ERR_INVALID_ARG, "sendbuf holds %d elements, not a multiple "
                                 "of the %d ranks" % (s.count, self.size))
             n = s.count // self.size
             if recvbuf is IN_PLACE:
                 return s.ptr, _INPL, n, s.dtype, root, (s,)
-            r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+            r = _resolve_moved(recvbuf, "recvbuf", True, dtype, self._dev)
             _same(s, r, "scatter")
             _count(r, n, "recvbuf")
             return s.ptr, r.ptr, n, s.dtype, root, (s, r)
-        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        r = _resolve_moved(recvbuf, "recvbuf", True, dtype, self._dev)
         return None, r.ptr, r.count, r.dtype, root, (r,)
 
     def scatter(self, sendbuf, recvbuf, root=0, dtype=None):
@@ -508,31 +544,31 @@ class Comm:
         return peer
 
     def send(self, buf, dest, tag=0, dtype=None):
-        b = _resolve(buf, "buffer", False, dtype, self._dev)
+        b = _resolve_moved(buf, "buffer", False, dtype, self._dev)
         _check(_lib.weft_send(b.ptr, b.count, b.dtype, self._peer(dest, "dest"), int(tag),
                               self._h), "weft_send")
 
     def isend(self, buf, dest, tag=0, dtype=None):
-        b = _resolve(buf, "buffer", False, dtype, self._dev)
+        b = _resolve_moved(buf, "buffer", False, dtype, self._dev)
         return self._req(_lib.weft_isend, (b.ptr, b.count, b.dtype, self._peer(dest, "dest"),
                                            int(tag), self._h), (b,), None, "weft_isend")
 
     def recv(self, buf, source, tag=0, dtype=None):
-        b = _resolve(buf, "buffer", True, dtype, self._dev)
+        b = _resolve_moved(buf, "buffer", True, dtype, self._dev)
         _check(_lib.weft_recv(b.ptr, b.count, b.dtype, self._peer(source, "source"), int(tag),
                               self._h), "weft_recv")
         return buf
 
     def irecv(self, buf, source, tag=0, dtype=None):
-        b = _resolve(buf, "buffer", True, dtype, self._dev)
+        b = _resolve_moved(buf, "buffer", True, dtype, self._dev)
         return self._req(_lib.weft_irecv, (b.ptr, b.count, b.dtype,
                                            self._peer(source, "source"), int(tag), self._h),
                          (b,), buf, "weft_irecv")
 
     def sendrecv(self, sendbuf, dest, recvbuf, source, sendtag=0, recvtag=0, dtype=None):
         """Send sendbuf to dest and receive recvbuf from source at once."""
-        s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
-        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        s = _resolve_moved(sendbuf, "sendbuf", False, dtype, self._dev)
+        r = _resolve_moved(recvbuf, "recvbuf", True, dtype, self._dev)
         _same(s, r, "sendrecv")
         _check(_lib.weft_sendrecv(s.ptr, s.count, self._peer(dest, "dest"), int(sendtag),
                                   r.ptr, r.count, self._peer(source, "source"), int(recvtag),
