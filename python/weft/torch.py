@@ -841,8 +841,10 @@ def _first_tensor(args):
 # a tensor of a float8 type or any other dtype without a Weft datatype runs
 # on a view of the same memory as a same-sized dtype Weft has (the carrier;
 # nothing is converted, so the bytes arrive as they left). DDP's start-up
-# broadcast of a model's float8 buffers and FSDP2's float8 all-gather need it. Reductions on such dtypes are refused (WEFT_ERR_DATATYPE):
-# their arithmetic is the dtype's own.
+# broadcast of a model's float8 buffers and FSDP2's float8 all-gather need
+# it. Reductions on such dtypes are refused (WEFT_ERR_DATATYPE): their
+# arithmetic is the dtype's own. The 2-byte carrier is float16, which NCCL
+# moves (it has no 16-bit integer type).
 _MOVES = frozenset(("broadcast", "allgather", "all_gather_single", "all_gather_single_coalesced",
                     "alltoall", "all_to_all_single", "gather", "scatter", "send", "recv"))
 _CARRIERS = {1: torch.uint8, 2: torch.float16, 4: torch.int32, 8: torch.int64}
