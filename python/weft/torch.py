@@ -61,7 +61,6 @@ import weft
 from weft import WeftError
 from weft._request import _dispatcher as _completions
 from weft._bootstrap import mpi_launcher_key
-from weft import _dtypes
 from weft._errors import ERR_UNSUPPORTED, ERR_INVALID_ARG, ERR_OP, ERR_DATATYPE, ERR_TIMEOUT
 
 BACKEND_NAME = "weft"
@@ -836,46 +835,15 @@ def _first_tensor(args):
     return None
 
 
-# ---- dtypes Weft has no datatype for, in collectives that only move data -------
-# broadcast, allgather, alltoall, gather, scatter, send and recv copy bytes:
-# a tensor of a float8 type or any other dtype without a Weft datatype runs
-# on a view of the same memory as a same-sized dtype Weft has (the carrier;
-# nothing is converted, so the bytes arrive as they left). DDP's start-up
-# broadcast of a model's float8 buffers and FSDP2's float8 all-gather need
-# it. Reductions on such dtypes are refused (WEFT_ERR_DATATYPE): their
-# arithmetic is the dtype's own. The 2-byte carrier is float16, which NCCL
-# moves (it has no 16-bit integer type).
-_MOVES = frozenset(("broadcast", "allgather", "all_gather_single", "all_gather_single_coalesced",
-                    "alltoall", "all_to_all_single", "gather", "scatter", "send", "recv"))
-_CARRIERS = {1: torch.uint8, 2: torch.float16, 4: torch.int32, 8: torch.int64}
-# the torch dtypes Weft has a datatype for (a set of dtype objects: one hash per call)
-_WEFT_DTYPES = frozenset(getattr(torch, n) for n in _dtypes.NAMES if hasattr(torch, n))
-
-
-def _carrier(dtype):
-    """The dtype a tensor of dtype moves as: None where Weft has dtype itself
-    (or no same-sized carrier exists: the call then fails naming dtype)."""
-    if dtype is torch.bool:
-        return torch.uint8
-    if dtype in _WEFT_DTYPES:
-        return None
-    return _CARRIERS.get(torch.empty(0, dtype=dtype).element_size())
-
-
-def _as_carrier(x, views, bool_only):
-    """x with each tensor of a dtype Weft lacks replaced by its carrier view
-    (bool ones alone with bool_only), remembered in views to map results back."""
+def _as_uint8(x, views):
     if isinstance(x, torch.Tensor):
-        if bool_only and x.dtype is not torch.bool:
+        if x.dtype is not torch.bool:
             return x
-        c = _carrier(x.dtype)
-        if c is None:
-            return x
-        v = x.view(c)
+        v = x.view(torch.uint8)
         views[id(v)] = x
         return v
     if isinstance(x, list):
-        return [_as_carrier(y, views, bool_only) for y in x]
+        return [_as_uint8(y, views) for y in x]
     return x
 
 
@@ -904,23 +872,18 @@ class _BoolOpts:
 
 
 def _public(method):
-    """A collective as torch calls it: bool tensors served (above), tensors
-    of dtypes Weft lacks moved as their carriers (above), and the Work
-    returned pinned (_pin)."""
-    moves = method.__name__ in _MOVES
-
+    """A collective as torch calls it: bool tensors served (above), and the
+    Work returned pinned (_pin). Tensors of dtypes Weft has no datatype for
+    (float8, ...) need nothing here: weft.Comm moves them as their bytes in
+    the calls that only move data, and refuses them in reductions."""
     def wrapped(self, *args, **kwargs):  # torch passes opts= by name in places
         t = _first_tensor(args)
-        if t is None or (t.dtype is not torch.bool and
-                         (not moves or t.dtype in _WEFT_DTYPES)):
+        if t is None or t.dtype is not torch.bool:
             return _pin(method(self, *args, **kwargs))
         views = {}
-        conv = [_as_carrier(a, views, not moves) for a in args]
-        if t.dtype is torch.bool:
-            conv = [_BoolOpts(a) if hasattr(a, "reduceOp") else a for a in conv]
-            kw = {k: _BoolOpts(v) if hasattr(v, "reduceOp") else v for k, v in kwargs.items()}
-        else:
-            kw = kwargs
+        conv = [_as_uint8(a, views) for a in args]
+        conv = [_BoolOpts(a) if hasattr(a, "reduceOp") else a for a in conv]
+        kw = {k: _BoolOpts(v) if hasattr(v, "reduceOp") else v for k, v in kwargs.items()}
         work = method(self, *conv, **kw)
         work._result = _restore(work._result, views)
         return _pin(work)
