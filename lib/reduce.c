@@ -121,46 +121,23 @@ KERNELS(double, uint64_t, prod, OP_DPROD)
 KERNELS(double, uint64_t, min, OP_DMIN)
 KERNELS(double, uint64_t, max, OP_DMAX)
 
-/* The dispatch tables: K is k2 or k3. float16/bfloat16 use the float32 row. */
+/* The dispatch tables: K is k2 or k3. float16/bfloat16 use the float32 row.
+ * AVG reduces as SUM (the caller divides once at the end). */
+#define INT_ROW(K, DT, T)                                                              \
+    [DT] = {[WEFT_SUM] = K##_##T##_sum, [WEFT_PROD] = K##_##T##_prod,                 \
+            [WEFT_MIN] = K##_##T##_min, [WEFT_MAX] = K##_##T##_max,                   \
+            [WEFT_AVG] = K##_##T##_sum, [WEFT_BAND] = K##_##T##_band,                 \
+            [WEFT_BOR] = K##_##T##_bor, [WEFT_BXOR] = K##_##T##_bxor}
+#define FLOAT_ROW(K, DT, T)                                                            \
+    [DT] = {[WEFT_SUM] = K##_##T##_sum, [WEFT_PROD] = K##_##T##_prod,                 \
+            [WEFT_MIN] = K##_##T##_min, [WEFT_MAX] = K##_##T##_max,                   \
+            [WEFT_AVG] = K##_##T##_sum}
 #define ROWS(K)                                                                        \
-    [WEFT_INT8] = {[WEFT_SUM] = K##_int8_t_sum, [WEFT_PROD] = K##_int8_t_prod,         \
-                   [WEFT_MIN] = K##_int8_t_min, [WEFT_MAX] = K##_int8_t_max,           \
-                   [WEFT_AVG] = K##_int8_t_sum, [WEFT_BAND] = K##_int8_t_band,         \
-                   [WEFT_BOR] = K##_int8_t_bor, [WEFT_BXOR] = K##_int8_t_bxor},        \
-    [WEFT_UINT8] = {[WEFT_SUM] = K##_uint8_t_sum, [WEFT_PROD] = K##_uint8_t_prod,      \
-                    [WEFT_MIN] = K##_uint8_t_min, [WEFT_MAX] = K##_uint8_t_max,        \
-                    [WEFT_AVG] = K##_uint8_t_sum, [WEFT_BAND] = K##_uint8_t_band,      \
-                    [WEFT_BOR] = K##_uint8_t_bor, [WEFT_BXOR] = K##_uint8_t_bxor},     \
-    [WEFT_INT16] = {[WEFT_SUM] = K##_int16_t_sum, [WEFT_PROD] = K##_int16_t_prod,      \
-                    [WEFT_MIN] = K##_int16_t_min, [WEFT_MAX] = K##_int16_t_max,        \
-                    [WEFT_AVG] = K##_int16_t_sum, [WEFT_BAND] = K##_int16_t_band,      \
-                    [WEFT_BOR] = K##_int16_t_bor, [WEFT_BXOR] = K##_int16_t_bxor},     \
-    [WEFT_UINT16] = {[WEFT_SUM] = K##_uint16_t_sum, [WEFT_PROD] = K##_uint16_t_prod,   \
-                     [WEFT_MIN] = K##_uint16_t_min, [WEFT_MAX] = K##_uint16_t_max,     \
-                     [WEFT_AVG] = K##_uint16_t_sum, [WEFT_BAND] = K##_uint16_t_band,   \
-                     [WEFT_BOR] = K##_uint16_t_bor, [WEFT_BXOR] = K##_uint16_t_bxor},  \
-    [WEFT_INT32] = {[WEFT_SUM] = K##_int32_t_sum, [WEFT_PROD] = K##_int32_t_prod,      \
-                    [WEFT_MIN] = K##_int32_t_min, [WEFT_MAX] = K##_int32_t_max,        \
-                    [WEFT_AVG] = K##_int32_t_sum, [WEFT_BAND] = K##_int32_t_band,      \
-                    [WEFT_BOR] = K##_int32_t_bor, [WEFT_BXOR] = K##_int32_t_bxor},     \
-    [WEFT_UINT32] = {[WEFT_SUM] = K##_uint32_t_sum, [WEFT_PROD] = K##_uint32_t_prod,   \
-                     [WEFT_MIN] = K##_uint32_t_min, [WEFT_MAX] = K##_uint32_t_max,     \
-                     [WEFT_AVG] = K##_uint32_t_sum, [WEFT_BAND] = K##_uint32_t_band,   \
-                     [WEFT_BOR] = K##_uint32_t_bor, [WEFT_BXOR] = K##_uint32_t_bxor},  \
-    [WEFT_INT64] = {[WEFT_SUM] = K##_int64_t_sum, [WEFT_PROD] = K##_int64_t_prod,      \
-                    [WEFT_MIN] = K##_int64_t_min, [WEFT_MAX] = K##_int64_t_max,        \
-                    [WEFT_AVG] = K##_int64_t_sum, [WEFT_BAND] = K##_int64_t_band,      \
-                    [WEFT_BOR] = K##_int64_t_bor, [WEFT_BXOR] = K##_int64_t_bxor},     \
-    [WEFT_UINT64] = {[WEFT_SUM] = K##_uint64_t_sum, [WEFT_PROD] = K##_uint64_t_prod,   \
-                     [WEFT_MIN] = K##_uint64_t_min, [WEFT_MAX] = K##_uint64_t_max,     \
-                     [WEFT_AVG] = K##_uint64_t_sum, [WEFT_BAND] = K##_uint64_t_band,   \
-                     [WEFT_BOR] = K##_uint64_t_bor, [WEFT_BXOR] = K##_uint64_t_bxor},  \
-    [WEFT_FLOAT32] = {[WEFT_SUM] = K##_float_sum, [WEFT_PROD] = K##_float_prod,        \
-                      [WEFT_MIN] = K##_float_min, [WEFT_MAX] = K##_float_max,          \
-                      [WEFT_AVG] = K##_float_sum},                                     \
-    [WEFT_FLOAT64] = {[WEFT_SUM] = K##_double_sum, [WEFT_PROD] = K##_double_prod,      \
-                      [WEFT_MIN] = K##_double_min, [WEFT_MAX] = K##_double_max,        \
-                      [WEFT_AVG] = K##_double_sum}
+    INT_ROW(K, WEFT_INT8, int8_t), INT_ROW(K, WEFT_UINT8, uint8_t),                    \
+    INT_ROW(K, WEFT_INT16, int16_t), INT_ROW(K, WEFT_UINT16, uint16_t),                \
+    INT_ROW(K, WEFT_INT32, int32_t), INT_ROW(K, WEFT_UINT32, uint32_t),                \
+    INT_ROW(K, WEFT_INT64, int64_t), INT_ROW(K, WEFT_UINT64, uint64_t),                \
+    FLOAT_ROW(K, WEFT_FLOAT32, float), FLOAT_ROW(K, WEFT_FLOAT64, double)
 
 static const weft__k2_t k2_table[WEFT_DATATYPE_COUNT][WEFT_OP_COUNT] = {ROWS(k2)};
 static const weft__k3_t k3_table[WEFT_DATATYPE_COUNT][WEFT_OP_COUNT] = {ROWS(k3)};
