@@ -110,7 +110,7 @@ WEFT_EXPORT const char *weft_op_name(weft_op_t op);
 typedef enum weft_coll {
     WEFT_COLL_ALLREDUCE = 0, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_ALLGATHER,
     WEFT_COLL_BCAST, WEFT_COLL_REDUCE, WEFT_COLL_ALLTOALL, WEFT_COLL_GATHER,
-    WEFT_COLL_SCATTER, WEFT_COLL_BARRIER,
+    WEFT_COLL_SCATTER, WEFT_COLL_BARRIER, WEFT_COLL_ALLGATHERV, WEFT_COLL_ALLTOALLV,
     WEFT_COLL_COUNT
 } weft_coll_t;
 
@@ -390,6 +390,39 @@ WEFT_EXPORT weft_status_t weft_scatter(const void *sendbuf, void *recvbuf, size_
 WEFT_EXPORT weft_status_t weft_iscatter(const void *sendbuf, void *recvbuf, size_t count,
                                         weft_datatype_t dtype, int root, weft_comm_t comm,
                                         weft_request_t *req);
+/*
+ * Vector forms: every rank's block has its own length. Counts and
+ * displacements are in elements of dtype (displacements from the start of
+ * the buffer); they are read during the call only, so the caller may reuse
+ * the arrays as soon as the call returns, also for the nonblocking forms.
+ * Blocks of one buffer must not overlap. Host buffers only (a device
+ * buffer on a stream-bound communicator: WEFT_ERR_UNSUPPORTED). Every rank
+ * must pass counts that match its peers' (what rank a sends to b is what b
+ * expects from a); WEFT_CHECK_ARGS=1 checks the totals.
+ */
+/** allgatherv: recvbuf gets rank r's sendcount elements at displs[r]
+ * (recvcounts[r] == that rank's sendcount, the same arrays on every rank).
+ * In place: sendbuf = WEFT_IN_PLACE, own block already at displs[rank]. */
+WEFT_EXPORT weft_status_t weft_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                          const size_t *recvcounts, const size_t *displs,
+                                          weft_datatype_t dtype, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                           const size_t *recvcounts, const size_t *displs,
+                                           weft_datatype_t dtype, weft_comm_t comm,
+                                           weft_request_t *req);
+/** alltoallv: sendcounts[r] elements at sdispls[r] of sendbuf go to rank r;
+ * recvcounts[r] elements from rank r land at rdispls[r] of recvbuf. In place:
+ * sendbuf = WEFT_IN_PLACE, sendcounts and sdispls ignored (may be NULL): the
+ * blocks sent are recvbuf's, by recvcounts and rdispls, as MPI does. */
+WEFT_EXPORT weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts,
+                                         const size_t *sdispls, void *recvbuf,
+                                         const size_t *recvcounts, const size_t *rdispls,
+                                         weft_datatype_t dtype, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_ialltoallv(const void *sendbuf, const size_t *sendcounts,
+                                          const size_t *sdispls, void *recvbuf,
+                                          const size_t *recvcounts, const size_t *rdispls,
+                                          weft_datatype_t dtype, weft_comm_t comm,
+                                          weft_request_t *req);
 WEFT_EXPORT weft_status_t weft_barrier(weft_comm_t comm);
 WEFT_EXPORT weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *req);
 

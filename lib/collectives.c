@@ -1,7 +1,7 @@
 /*
  * collectives.c - public entry points of every collective except allreduce
  * (reduce_scatter, allgather, bcast, reduce, alltoall, gather, scatter,
- * barrier) and of point-to-point send/recv/sendrecv. Each validates its
+ * barrier, allgatherv, alltoallv) and of point-to-point send/recv/sendrecv. Each validates its
  * arguments, resolves the in-place form, picks the algorithm (lib/select.c)
  * and issues an op through the engine (lib/op.c), as lib/allreduce.c does.
  *
@@ -20,6 +20,7 @@
  * after weft_init (collectives on one comm in the same order on all ranks);
  * the static start/step functions run on the engine side.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "weft_internal.h"
@@ -319,6 +320,174 @@ weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t count, w
 {
     NB_PROLOGUE(req);
     return alltoall(sendbuf, recvbuf, count, dtype, comm, req);
+}
+
+/* ---- allgatherv, alltoallv -------------------------------------------------------- */
+/* n entries of counts/displs (elements) into byte lengths and offsets, every
+ * block's end checked to fit; *extent the furthest end, *total the sum. */
+static weft_status_t v_blocks(const char *what, const char *which, const size_t *counts,
+                              const size_t *displs, int n, size_t es, size_t *len, size_t *off,
+                              size_t *extent, size_t *total)
+{
+    if (n > 0 && (counts == NULL || displs == NULL)) {
+        WEFT__ERROR("%s: the %s counts or displacements are NULL", what, which);
+        return WEFT_ERR_INVALID_ARG;
+    }
+    const size_t lim = (size_t)PTRDIFF_MAX / es; /* elements */
+    size_t ext = 0, sum = 0;
+    for (int r = 0; r < n; r++) {
+        if (counts[r] > lim || displs[r] > lim - counts[r] || counts[r] > lim - sum) {
+            WEFT__ERROR("%s: %s block of rank %d (%zu elements at %zu) overflows", what, which, r,
+                        counts[r], displs[r]);
+            return WEFT_ERR_COUNT_OVERFLOW;
+        }
+        len[r] = counts[r] * es;
+        off[r] = displs[r] * es;
+        sum += counts[r];
+        if (off[r] + len[r] > ext) ext = off[r] + len[r];
+    }
+    *extent = ext;
+    *total = sum;
+    return WEFT_SUCCESS;
+}
+
+/* The op's block arrays: one allocation of 4 arrays of p (freed with the op). */
+static weft__vblocks_t *v_alloc(int p)
+{
+    weft__vblocks_t *v = malloc(sizeof *v + 4 * (size_t)p * sizeof(size_t));
+    if (v == NULL) return NULL;
+    size_t *a = (size_t *)(void *)(v + 1);
+    *v = (weft__vblocks_t){a, a + p, a + 2 * (size_t)p, a + 3 * (size_t)p, 0};
+    return v;
+}
+
+/* Caller thread: build_coll for a vector collective with its blocks v (owned
+ * by the op from here on, freed here on failure), then issue. */
+static weft_status_t issue_v(weft__comm_t *c, const weft__coll_args_t *args, const void *sendbuf,
+                             void *recvbuf, size_t total, weft_datatype_t dtype,
+                             weft__vblocks_t *v, weft_request_t *req)
+{
+    weft__op_t *op = NULL;
+    const size_t es = weft__dtype_size(dtype);
+    weft_status_t st = build_coll(c, args, sendbuf, recvbuf, total, total * es, dtype, WEFT_SUM, -1,
+                                  &op);
+    if (st != WEFT_SUCCESS) {
+        free(v);
+        return st;
+    }
+    op->owned = v;
+    op->arg = v;
+    return weft__issue(op, req);
+}
+
+static weft_status_t allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                const size_t *recvcounts, const size_t *displs,
+                                weft_datatype_t dtype, weft_comm_t comm, weft_request_t *req)
+{
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const int p = c->size, me = c->rank;
+    const size_t es = weft__dtype_size(dtype);
+    /* the agreement's count: the whole vector, the same on every rank */
+    size_t total = 0;
+    for (int r = 0; recvcounts != NULL && r < p; r++) total += recvcounts[r];
+    const weft__coll_args_t args = {WEFT_COLL_ALLGATHERV, (long long)total, dtype, -1, -1};
+    REFUSE_IF(es == 0 ? WEFT_ERR_DATATYPE : WEFT_SUCCESS);
+    weft__vblocks_t *v = v_alloc(p);
+    REFUSE_IF(v == NULL ? WEFT_ERR_NO_MEMORY : WEFT_SUCCESS);
+    size_t extent = 0;
+    weft_status_t st = v_blocks("allgatherv", "receive", recvcounts, displs, p, es, v->recv_len,
+                                v->recv_off, &extent, &total);
+    if (st == WEFT_SUCCESS && sendbuf != WEFT_IN_PLACE && sendcount != recvcounts[me]) {
+        WEFT__ERROR("allgatherv: sendcount %zu differs from recvcounts[%d] = %zu", sendcount, me,
+                    recvcounts[me]);
+        st = WEFT_ERR_INVALID_ARG;
+    }
+    if (st == WEFT_SUCCESS && ((extent > 0 && recvbuf == NULL) ||
+                               (sendbuf == NULL && recvcounts[me] > 0))) {
+        WEFT__ERROR("allgatherv: NULL buffer for a block that is not empty");
+        st = WEFT_ERR_INVALID_ARG;
+    }
+    if (st != WEFT_SUCCESS) {
+        free(v);
+        return weft__coll_agree(c, st, &args);
+    }
+    v->recv_extent = extent;
+    if (sendbuf == WEFT_IN_PLACE) sendbuf = (char *)recvbuf + v->recv_off[me];
+    return issue_v(c, &args, sendbuf, recvbuf, total, dtype, v, req);
+}
+
+weft_status_t weft_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                              const size_t *recvcounts, const size_t *displs, weft_datatype_t dtype,
+                              weft_comm_t comm)
+{
+    return allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, comm, NULL);
+}
+
+weft_status_t weft_iallgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                               const size_t *recvcounts, const size_t *displs, weft_datatype_t dtype,
+                               weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return allgatherv(sendbuf, sendcount, recvbuf, recvcounts, displs, dtype, comm, req);
+}
+
+static weft_status_t alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                               void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                               weft_datatype_t dtype, weft_comm_t comm, weft_request_t *req)
+{
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const int p = c->size, me = c->rank;
+    const size_t es = weft__dtype_size(dtype);
+    /* every rank's totals differ: the agreement compares the datatype only */
+    const weft__coll_args_t args = {WEFT_COLL_ALLTOALLV, 0, dtype, -1, -1};
+    REFUSE_IF(es == 0 ? WEFT_ERR_DATATYPE : WEFT_SUCCESS);
+    weft__vblocks_t *v = v_alloc(p);
+    REFUSE_IF(v == NULL ? WEFT_ERR_NO_MEMORY : WEFT_SUCCESS);
+    const bool in_place = sendbuf == WEFT_IN_PLACE;
+    size_t rext = 0, rtotal = 0, sext = 0, stotal = 0;
+    weft_status_t st = v_blocks("alltoallv", "receive", recvcounts, rdispls, p, es, v->recv_len,
+                                v->recv_off, &rext, &rtotal);
+    if (st == WEFT_SUCCESS && in_place) {
+        memcpy(v->send_len, v->recv_len, (size_t)p * sizeof(size_t));
+        memcpy(v->send_off, v->recv_off, (size_t)p * sizeof(size_t));
+    } else if (st == WEFT_SUCCESS) {
+        st = v_blocks("alltoallv", "send", sendcounts, sdispls, p, es, v->send_len, v->send_off,
+                      &sext, &stotal);
+        if (st == WEFT_SUCCESS && sendcounts[me] != recvcounts[me]) {
+            WEFT__ERROR("alltoallv: sendcounts[%d] = %zu differs from recvcounts[%d] = %zu", me,
+                        sendcounts[me], me, recvcounts[me]);
+            st = WEFT_ERR_INVALID_ARG;
+        }
+    }
+    if (st == WEFT_SUCCESS &&
+        ((rext > 0 && recvbuf == NULL) || (!in_place && sext > 0 && sendbuf == NULL))) {
+        WEFT__ERROR("alltoallv: NULL buffer for a block that is not empty");
+        st = WEFT_ERR_INVALID_ARG;
+    }
+    if (st != WEFT_SUCCESS) {
+        free(v);
+        return weft__coll_agree(c, st, &args);
+    }
+    v->recv_extent = rext;
+    if (in_place) sendbuf = recvbuf;
+    return issue_v(c, &args, sendbuf, recvbuf, rtotal, dtype, v, req);
+}
+
+weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                             void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                             weft_datatype_t dtype, weft_comm_t comm)
+{
+    return alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, comm, NULL);
+}
+
+weft_status_t weft_ialltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+                              void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+                              weft_datatype_t dtype, weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, comm, req);
 }
 
 /* ---- gather ----------------------------------------------------------------------------- */

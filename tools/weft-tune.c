@@ -266,9 +266,15 @@ static int measure_cost(MPI_Comm c, const weft__comm_t *wc, weft__cost_t *cost)
 }
 
 /* ---- one call of a collective ----------------------------------------------------------- */
+/* The vector collectives' counts and displacements (size_ each, set in
+ * main): uniform blocks of `count` elements, as allgather and alltoall. */
+static size_t *v_counts, *v_displs;
+
 static weft_status_t call(weft_coll_t coll, char *send, char *recv, size_t count, weft_comm_t comm)
 {
     const weft_datatype_t f = WEFT_FLOAT32;
+    if (coll == WEFT_COLL_ALLGATHERV || coll == WEFT_COLL_ALLTOALLV)
+        for (int r = 0; r < size_; r++) v_counts[r] = count, v_displs[r] = (size_t)r * count;
     switch (coll) {
     case WEFT_COLL_ALLREDUCE: return weft_allreduce(send, recv, count, f, WEFT_SUM, comm);
     case WEFT_COLL_REDUCE_SCATTER: return weft_reduce_scatter(send, recv, count, f, WEFT_SUM, comm);
@@ -279,6 +285,10 @@ static weft_status_t call(weft_coll_t coll, char *send, char *recv, size_t count
     case WEFT_COLL_GATHER: return weft_gather(send, recv, count, f, 0, comm);
     case WEFT_COLL_SCATTER: return weft_scatter(send, recv, count, f, 0, comm);
     case WEFT_COLL_BARRIER: return weft_barrier(comm);
+    case WEFT_COLL_ALLGATHERV:
+        return weft_allgatherv(send, count, recv, v_counts, v_displs, f, comm);
+    case WEFT_COLL_ALLTOALLV:
+        return weft_alltoallv(send, v_counts, v_displs, recv, v_counts, v_displs, f, comm);
     default: return WEFT_ERR_INVALID_ARG;
     }
 }
@@ -504,7 +514,9 @@ int main(int argc, char **argv)
     send = malloc(bytes);
     recv = malloc(bytes);
     res = calloc(WEFT_COLL_COUNT, sizeof *res);
-    int ok = send && recv && res, all = 0;
+    v_counts = malloc(sizeof(size_t) * (size_t)size_);
+    v_displs = malloc(sizeof(size_t) * (size_t)size_);
+    int ok = send && recv && res && v_counts && v_displs, all = 0;
     if (MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, mc) != MPI_SUCCESS || !all) {
         if (rank_ == 0) fprintf(stderr, "weft-tune: cannot allocate 2 x %zu bytes\n", bytes);
         goto out;
@@ -579,6 +591,8 @@ out:
     free(send);
     free(recv);
     free(res);
+    free(v_counts);
+    free(v_displs);
     st = weft_finalize();
     if (st != WEFT_SUCCESS && rc == 0) rc = 1;
     return rc;

@@ -30,6 +30,8 @@ typedef enum weft__opkind {
     WEFT__OP_GATHER = WEFT_COLL_GATHER,
     WEFT__OP_SCATTER = WEFT_COLL_SCATTER,
     WEFT__OP_BARRIER = WEFT_COLL_BARRIER,
+    WEFT__OP_ALLGATHERV = WEFT_COLL_ALLGATHERV,
+    WEFT__OP_ALLTOALLV = WEFT_COLL_ALLTOALLV,
     WEFT__OP_SEND = WEFT_COLL_COUNT,
     WEFT__OP_RECV,
     WEFT__OP_HALO,
@@ -113,6 +115,19 @@ struct weft__op {
     int timed;
     _Alignas(16) unsigned char priv[WEFT__PRIV_BYTES]; /* algorithm-private state */
 };
+
+/** The blocks of a vector collective (allgatherv, alltoallv), in bytes:
+ * send_len[r] bytes at send_off[r] of sendbuf go to rank r, recv_len[r]
+ * bytes from rank r land at recv_off[r] of recvbuf (allgatherv: the send
+ * arrays are unused, its one block is op->sendbuf, recv_len[rank] bytes).
+ * In place (sendbuf == recvbuf) the send arrays are the receive arrays.
+ * One allocation (lib/collectives.c), owned by the op (op->owned) and
+ * pointed to by op->arg; written on the caller thread before the op is
+ * issued, read-only afterwards. */
+typedef struct weft__vblocks {
+    size_t *send_len, *send_off, *recv_len, *recv_off;
+    size_t recv_extent; /* max over r of recv_off[r] + recv_len[r] */
+} weft__vblocks_t;
 
 /** The op whose task t is (the task is its first member). Any thread. */
 static inline weft__op_t *weft__op_of(weft__task_t *t) { return (weft__op_t *)(void *)t; }
