@@ -4,7 +4,8 @@ the way a parser written for OSU OMB 7 does, failing on anything such a
 parser would trip on; also checks the algbw/busbw columns of the CSV.
 
   check_osu_output.py MPIEXEC PROGRAM KIND
-      KIND: allreduce | bcast | alltoall | reduce_scatter | allgather | p2p
+      KIND: allreduce | bcast | alltoall | reduce_scatter | allgather | allgatherv |
+            alltoallv | p2p
             | iallreduce (weft_osu_iallreduce) | overlap (mpi_overlap: OSU's
             non-blocking tables)
             | floor-allreduce | floor-reduce_scatter | floor-allgather: not
@@ -36,6 +37,8 @@ OSU_TITLES = {
     "alltoall": "All-to-All Personalized Exchange Latency",
     "reduce_scatter": "Reduce_scatter Latency",
     "allgather": "Allgather Latency",
+    "allgatherv": "Allgatherv Latency",
+    "alltoallv": "All-to-Allv Personalized Exchange Latency",
 }
 RANKS = 2
 ITERS = 20
@@ -156,7 +159,7 @@ def check_coll(mpiexec, program, kind, tmp):
     n = RANKS
     factor = {"allreduce": 2.0 * (n - 1) / n, "bcast": 1.0}.get(kind, (n - 1) / n)
     # the -m size is one rank's block of these; --osu's reduce_scatter size is the whole vector (OSU's)
-    blocks = n if kind in ("alltoall", "allgather", "reduce_scatter") else 1
+    blocks = n if kind in ("alltoall", "allgather", "reduce_scatter", "alltoallv", "allgatherv") else 1
     osu_blocks = 1 if kind == "reduce_scatter" else blocks
     want_sizes = sizes(8, 1024)
     # 1: the plain listing, OSU's two columns.

@@ -6,7 +6,9 @@
  *                              [-T TYPE] [-a ALGO] [--root R] [--csv FILE]
  *
  * NAME: reduce_scatter, allgather, bcast, reduce, alltoall, gather, scatter,
- * barrier. The thin programs weft_osu_<NAME> are this program with NAME
+ * barrier, allgatherv, alltoallv (the vector forms with every block of the
+ * same length at displacement rank x block, as OSU's osu_allgatherv and
+ * osu_alltoallv run them). The thin programs weft_osu_<NAME> are this program with NAME
  * built in (-DBENCH_COLL=...). Sizes are bytes per rank's block (the result
  * block of reduce_scatter, the contribution of allgather/gather/alltoall
  * blocks/scatter blocks) and the whole buffer for bcast/reduce; barrier
@@ -57,6 +59,10 @@ static const coll_desc_t colls[] = {
      BENCH_FLOOR_NONE, ONE},
     {"barrier", WEFT_COLL_BARRIER, "WEFT_BARRIER_ALGO", ONE, ONE, "OSU MPI Barrier Latency Test",
      BENCH_FLOOR_NONE, ONE},
+    {"allgatherv", WEFT_COLL_ALLGATHERV, "WEFT_ALLGATHERV_ALGO", ONE, P,
+     "OSU MPI Allgatherv Latency Test", BENCH_FLOOR_COPY, P},
+    {"alltoallv", WEFT_COLL_ALLTOALLV, "WEFT_ALLTOALLV_ALGO", P, P,
+     "OSU MPI All-to-Allv Personalized Exchange Latency Test", BENCH_FLOOR_COPY, P},
 };
 #define NCOLLS (sizeof colls / sizeof colls[0])
 
@@ -69,7 +75,24 @@ typedef struct state {
     size_t count;
     void *wsend, *wrecv, *msend, *mrecv;
     int osu_mpi;       /* --osu=mpi: -c checks MPI's buffers, else Weft's */
+    /* the vector forms' counts and displacements (p each), for v_count */
+    size_t *wcounts, *wdispls, v_count;
+    int *mcounts, *mdispls;
 } state_t;
+
+/* The vector forms' arrays for blocks of s->count elements (redone only
+ * when the count changed, so not in the timed loop's steady state). */
+static void v_layout(state_t *s)
+{
+    if (s->v_count == s->count) return;
+    for (int r = 0; r < s->b->size; r++) {
+        s->wcounts[r] = s->count;
+        s->wdispls[r] = (size_t)r * s->count;
+        s->mcounts[r] = (int)s->count;
+        s->mdispls[r] = r * (int)s->count;
+    }
+    s->v_count = s->count;
+}
 
 typedef struct extra {
     const coll_desc_t *c;
@@ -102,6 +125,7 @@ static weft_status_t weft_call(state_t *s)
 {
     weft_comm_t comm = s->b->comm;
     size_t n = s->count;
+    v_layout(s);
     switch (s->c->coll) {
     case WEFT_COLL_REDUCE_SCATTER: return weft_reduce_scatter(s->wsend, s->wrecv, n, s->dt, WEFT_SUM, comm);
     case WEFT_COLL_ALLGATHER: return weft_allgather(s->wsend, s->wrecv, n, s->dt, comm);
@@ -111,6 +135,11 @@ static weft_status_t weft_call(state_t *s)
     case WEFT_COLL_GATHER: return weft_gather(s->wsend, s->wrecv, n, s->dt, s->root, comm);
     case WEFT_COLL_SCATTER: return weft_scatter(s->wsend, s->wrecv, n, s->dt, s->root, comm);
     case WEFT_COLL_BARRIER: return weft_barrier(comm);
+    case WEFT_COLL_ALLGATHERV:
+        return weft_allgatherv(s->wsend, n, s->wrecv, s->wcounts, s->wdispls, s->dt, comm);
+    case WEFT_COLL_ALLTOALLV:
+        return weft_alltoallv(s->wsend, s->wcounts, s->wdispls, s->wrecv, s->wcounts, s->wdispls,
+                              s->dt, comm);
     default: return WEFT_ERR_INVALID_ARG;
     }
 }
@@ -119,6 +148,7 @@ static int mpi_call(state_t *s)
 {
     MPI_Comm comm = s->b->mpi_comm;
     int n = (int)s->count;
+    v_layout(s);
     switch (s->c->coll) {
     case WEFT_COLL_REDUCE_SCATTER: return MPI_Reduce_scatter_block(s->msend, s->mrecv, n, s->mdt, MPI_SUM, comm);
     case WEFT_COLL_ALLGATHER: return MPI_Allgather(s->msend, n, s->mdt, s->mrecv, n, s->mdt, comm);
@@ -128,6 +158,11 @@ static int mpi_call(state_t *s)
     case WEFT_COLL_GATHER: return MPI_Gather(s->msend, n, s->mdt, s->mrecv, n, s->mdt, s->root, comm);
     case WEFT_COLL_SCATTER: return MPI_Scatter(s->msend, n, s->mdt, s->mrecv, n, s->mdt, s->root, comm);
     case WEFT_COLL_BARRIER: return MPI_Barrier(comm);
+    case WEFT_COLL_ALLGATHERV:
+        return MPI_Allgatherv(s->msend, n, s->mdt, s->mrecv, s->mcounts, s->mdispls, s->mdt, comm);
+    case WEFT_COLL_ALLTOALLV:
+        return MPI_Alltoallv(s->msend, s->mcounts, s->mdispls, s->mdt, s->mrecv, s->mcounts,
+                             s->mdispls, s->mdt, comm);
     default: return MPI_ERR_OTHER;
     }
 }
@@ -212,13 +247,15 @@ static long osu_check(void *ud, long iter)
             bad += bench_get(snd, i, s->dt) != bench_value(i, bench_seed(root, iter), s->dt);
         break;
     case WEFT_COLL_ALLGATHER:
+    case WEFT_COLL_ALLGATHERV:
     case WEFT_COLL_GATHER: /* block r: rank r's input */
         if (s->c->coll == WEFT_COLL_GATHER && me != root) break;
         for (int r = 0; r < p; r++)
             for (size_t i = 0; i < n; i++)
                 bad += bench_get(rcv, (size_t)r * n + i, s->dt) != bench_value(i, bench_seed(r, iter), s->dt);
         break;
-    case WEFT_COLL_ALLTOALL: /* block r: block `me` of rank r's input */
+    case WEFT_COLL_ALLTOALL:
+    case WEFT_COLL_ALLTOALLV: /* block r: block `me` of rank r's input */
         for (int r = 0; r < p; r++)
             for (size_t i = 0; i < n; i++)
                 bad += bench_get(rcv, (size_t)r * n + i, s->dt) !=
@@ -241,7 +278,8 @@ static size_t total_bytes(const coll_desc_t *c, size_t bytes, int p, int osu)
     switch (c->coll) {
     case WEFT_COLL_REDUCE_SCATTER: return osu ? bytes : bytes * (size_t)p;
     case WEFT_COLL_ALLGATHER: case WEFT_COLL_ALLTOALL: case WEFT_COLL_GATHER:
-    case WEFT_COLL_SCATTER: return bytes * (size_t)p;
+    case WEFT_COLL_SCATTER: case WEFT_COLL_ALLGATHERV: case WEFT_COLL_ALLTOALLV:
+        return bytes * (size_t)p;
     default: return bytes;
     }
 }
@@ -317,7 +355,7 @@ int main(int argc, char **argv)
                          .what = "Latency of a Weft collective and of MPI's own in the same run "
                                  "(interleaved, median over rounds).",
                          .extra_usage = "  --coll NAME   reduce_scatter, allgather, bcast, reduce, alltoall, gather,\n"
-                                        "                scatter or barrier\n"
+                                        "                scatter, barrier, allgatherv or alltoallv\n"
                                         "  --root R, --root-rank R, -k R\n"
                                         "                root of bcast/reduce/gather/scatter (default 0)\n",
                          .extra = extra_opt,
@@ -373,7 +411,13 @@ int main(int argc, char **argv)
     s.wrecv = bench_alloc(rb);
     s.msend = bench_alloc(sb);
     s.mrecv = bench_alloc(rb);
-    int ok = s.wsend && s.wrecv && s.msend && s.mrecv, all_ok = 0;
+    s.wcounts = malloc(sizeof(size_t) * (size_t)b.size);
+    s.wdispls = malloc(sizeof(size_t) * (size_t)b.size);
+    s.mcounts = malloc(sizeof(int) * (size_t)b.size);
+    s.mdispls = malloc(sizeof(int) * (size_t)b.size);
+    s.v_count = SIZE_MAX; /* none yet */
+    int ok = s.wsend && s.wrecv && s.msend && s.mrecv && s.wcounts && s.wdispls && s.mcounts &&
+             s.mdispls, all_ok = 0;
     if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, b.ctl) != MPI_SUCCESS || !all_ok) {
         bench_error(&b, "cannot allocate buffers of %zu and %zu bytes", sb, rb);
         rc = 1;
@@ -481,6 +525,10 @@ out_free:
     free(s.wrecv);
     free(s.msend);
     free(s.mrecv);
+    free(s.wcounts);
+    free(s.wdispls);
+    free(s.mcounts);
+    free(s.mdispls);
     bench_floor_free(&fl);
     return bench_finalize(&b, rc);
 }
