@@ -30,7 +30,7 @@ tests=(
   allreduce-n3-auto-tpmpi allreduce-n3-ring-chunk allreduce-n4-rabenseifner allreduce-n3-tree-ucx
   transport-n3-mpi transport-n2-ucx
   stream-n3-default
-  coll-n3-default
+  coll-n3-default vcoll-n3-default vcoll-n4-tpmpi
   # the hierarchical algorithms on test nodes (WEFT_NODE_RANKS)
   allreduce-n4-nodes2x2 coll-n3-nodes3x1
   p2p-n3-default p2p-n2-tpmpi
