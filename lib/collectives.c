@@ -324,7 +324,9 @@ weft_status_t weft_ialltoall(const void *sendbuf, void *recvbuf, size_t count, w
 
 /* ---- allgatherv, alltoallv -------------------------------------------------------- */
 /* n entries of counts/displs (elements) into byte lengths and offsets, every
- * block's end checked to fit; *extent the furthest end, *total the sum. */
+ * block's end checked to fit; *extent the furthest end, *total the sum. An
+ * empty block's displacement is not looked at (MPI allows any): its offset
+ * is 0, and it adds nothing to the extent. */
 static weft_status_t v_blocks(const char *what, const char *which, const size_t *counts,
                               const size_t *displs, int n, size_t es, size_t *len, size_t *off,
                               size_t *extent, size_t *total)
@@ -336,6 +338,10 @@ static weft_status_t v_blocks(const char *what, const char *which, const size_t 
     const size_t lim = (size_t)PTRDIFF_MAX / es; /* elements */
     size_t ext = 0, sum = 0;
     for (int r = 0; r < n; r++) {
+        if (counts[r] == 0) {
+            len[r] = off[r] = 0;
+            continue;
+        }
         if (counts[r] > lim || displs[r] > lim - counts[r] || counts[r] > lim - sum) {
             WEFT__ERROR("%s: %s block of rank %d (%zu elements at %zu) overflows", what, which, r,
                         counts[r], displs[r]);
@@ -464,6 +470,10 @@ static weft_status_t alltoallv(const void *sendbuf, const size_t *sendcounts, co
     if (st == WEFT_SUCCESS &&
         ((rext > 0 && recvbuf == NULL) || (!in_place && sext > 0 && sendbuf == NULL))) {
         WEFT__ERROR("alltoallv: NULL buffer for a block that is not empty");
+        st = WEFT_ERR_INVALID_ARG;
+    }
+    if (st == WEFT_SUCCESS && !in_place && sendbuf == recvbuf && (sext > 0 || rext > 0)) {
+        WEFT__ERROR("alltoallv: sendbuf is recvbuf (in place is sendbuf = WEFT_IN_PLACE)");
         st = WEFT_ERR_INVALID_ARG;
     }
     if (st != WEFT_SUCCESS) {

@@ -286,6 +286,17 @@ static void test_errors(mt_ctx_t *t)
               "alltoallv count overflow");
     MT_STATUS(t, weft_ialltoallv(x, c1, d, y, c1, d, WEFT_INT32, t->comm, NULL),
               WEFT_ERR_INVALID_ARG, "ialltoallv NULL request");
+    MT_STATUS(t, weft_alltoallv(y, c1, d, y, c1, d, WEFT_INT32, t->comm), WEFT_ERR_INVALID_ARG,
+              "alltoallv sendbuf is recvbuf without WEFT_IN_PLACE");
+    /* An empty block's displacement is never looked at (MPI allows any):
+     * in place too, where the blocks to send are copied first. */
+    for (int r = 0; r < p; r++) c[r] = r == me ? 0 : 1, d[r] = r == me ? SIZE_MAX / 2 : (size_t)r;
+    for (int r = 0; r < p; r++) y[r] = 10 * me + r;
+    if (MT_STATUS(t, weft_alltoallv(WEFT_IN_PLACE, NULL, NULL, y, c, d, WEFT_INT32, t->comm),
+                  WEFT_SUCCESS, "alltoallv in place, an empty block far away"))
+        for (int r = 0; r < p; r++)
+            MT_CHECK(t, r == me || y[r] == 10 * r + me, "alltoallv in place: block %d is %d", r,
+                     y[r]);
     /* After the refusals the communicator still works. */
     for (int r = 0; r < p; r++) x[0] = 100 + me, c[r] = 1, d[r] = (size_t)r;
     if (MT_STATUS(t, weft_allgatherv(x, 1, y, c, d, WEFT_INT32, t->comm), WEFT_SUCCESS,
