@@ -346,3 +346,249 @@ def test_types_without_weft_datatype_are_moved(comm):
     assert ei.value.status == weft.ERR_DATATYPE
     with pytest.raises(weft.WeftError):  # no byte view of strided memory: refused
         comm.bcast(np.zeros((4, 4), np.complex64)[:, ::2])
+
+
+# ---- vector collectives (allgatherv, alltoallv) ---------------------------------
+SENTINEL = 99.0  # what the elements between the blocks hold before and after
+
+
+def agv_count(q):
+    # rank q's block: 3, 0, 2, 4 elements for ranks 0..3 (a zero among them)
+    return (2 * q + 3) % 5
+
+
+def agv_block(q):
+    return np.arange(agv_count(q)) + 10.0 * q + 1
+
+
+def gapped_displs(counts, order):
+    """Displacements placing the blocks in `order` (rank numbers) with a gap
+    of 1, 2, 3, ... elements before each; and the buffer's length (2 more at
+    the end)."""
+    displs = [0] * len(counts)
+    off = 0
+    for i, q in enumerate(order):
+        off += i + 1
+        displs[q] = off
+        off += counts[q]
+    return displs, off + 2
+
+
+def placed(blocks, displs, length):
+    """The reference buffer: SENTINEL with blocks[q] at displs[q]."""
+    ref = np.full(length, SENTINEL)
+    for b, d in zip(blocks, displs):
+        ref[d:d + len(b)] = b
+    return ref
+
+
+@pytest.mark.parametrize("wd,npt", DTYPES, ids=[weft.datatype_name(d) for d, _ in DTYPES])
+def test_allgatherv(comm, wd, npt):
+    p, r = comm.size, comm.rank
+    dt = pass_dtype(wd)
+    counts = [agv_count(q) for q in range(p)]
+    blocks = [agv_block(q) for q in range(p)]
+    mine = to_storage(blocks[r], wd, npt)
+    # default displacements (the blocks one after another), blocking
+    out = to_storage(np.full(sum(counts), SENTINEL), wd, npt)
+    ret = comm.allgatherv(mine, out, counts, dtype=dt)
+    # explicit displacements with gaps, blocks in reverse rank order,
+    # counts and displs as numpy arrays; nonblocking
+    displs, length = gapped_displs(counts, list(reversed(range(p))))
+    gap = to_storage(np.full(length, SENTINEL), wd, npt)
+    req = comm.iallgatherv(mine, gap, np.array(counts, np.int64), np.array(displs), dtype=dt)
+    got = req.wait()
+    # in place: this rank's block already at displs[rank]
+    inpl = to_storage(placed([blocks[q] if q == r else [] for q in range(p)], displs, length),
+                      wd, npt)
+    comm.allgatherv(weft.IN_PLACE, inpl, counts, displs, dtype=dt)
+    inpl2 = to_storage(placed([blocks[q] if q == r else [] for q in range(p)], displs, length),
+                       wd, npt)
+    comm.iallgatherv(weft.IN_PLACE, inpl2, counts, displs, dtype=dt).wait()
+    assert ret is out and got is gap
+    np.testing.assert_array_equal(to_values(out, wd), np.concatenate(blocks))
+    ref = placed(blocks, displs, length)
+    np.testing.assert_array_equal(to_values(gap, wd), ref)
+    np.testing.assert_array_equal(to_values(inpl, wd), ref)
+    np.testing.assert_array_equal(to_values(inpl2, wd), ref)
+    np.testing.assert_array_equal(mine, to_storage(blocks[r], wd, npt))
+
+
+def a2av_count(src, dst):
+    # elements rank src sends rank dst: 0 to 3, zeros among them
+    return (src + 2 * dst) % 4
+
+
+def a2av_block(src, dst, n=None):
+    n = a2av_count(src, dst) if n is None else n
+    return (16.0 * src + 4 * dst + np.arange(n)) % 120
+
+
+@pytest.mark.parametrize("wd,npt", DTYPES, ids=[weft.datatype_name(d) for d, _ in DTYPES])
+def test_alltoallv(comm, wd, npt):
+    p, r = comm.size, comm.rank
+    dt = pass_dtype(wd)
+    sc = [a2av_count(r, q) for q in range(p)]
+    rc = [a2av_count(q, r) for q in range(p)]
+    sblocks = [a2av_block(r, q) for q in range(p)]
+    rblocks = [a2av_block(q, r) for q in range(p)]
+    # default displacements, blocking
+    send = to_storage(np.concatenate(sblocks), wd, npt)
+    recv = to_storage(np.full(sum(rc), SENTINEL), wd, npt)
+    ret = comm.alltoallv(send, sc, recv, rc, dtype=dt)
+    # gaps on both sides, the blocks in other orders than the ranks'; the
+    # send side's gaps hold values that must not travel
+    sd, slen = gapped_displs(sc, [(q + 1) % p for q in range(p)])
+    rd, rlen = gapped_displs(rc, list(reversed(range(p))))
+    gsend = placed(sblocks, sd, slen)
+    gsend[gsend == SENTINEL] = 7
+    gsend = to_storage(gsend, wd, npt)
+    grecv = to_storage(np.full(rlen, SENTINEL), wd, npt)
+    got = comm.ialltoallv(gsend, tuple(sc), grecv, rc, sd, rd, dtype=dt).wait()
+    # in place: the counts must be symmetric (what r sends q is what q sends r)
+    sym = [(r + q) % 3 for q in range(p)]
+    id_, ilen = gapped_displs(sym, list(range(p)))
+    inpl = to_storage(placed([a2av_block(r, q, sym[q]) for q in range(p)], id_, ilen), wd, npt)
+    comm.alltoallv(weft.IN_PLACE, None, inpl, sym, recv_displs=id_, dtype=dt)
+    inpl2 = to_storage(placed([a2av_block(r, q, sym[q]) for q in range(p)], id_, ilen), wd, npt)
+    comm.ialltoallv(weft.IN_PLACE, None, inpl2, sym, None, id_, dtype=dt).wait()
+    assert ret is recv and got is grecv
+    np.testing.assert_array_equal(to_values(recv, wd), np.concatenate(rblocks))
+    np.testing.assert_array_equal(to_values(grecv, wd), placed(rblocks, rd, rlen))
+    iref = placed([a2av_block(q, r, sym[q]) for q in range(p)], id_, ilen)
+    np.testing.assert_array_equal(to_values(inpl, wd), iref)
+    np.testing.assert_array_equal(to_values(inpl2, wd), iref)
+    np.testing.assert_array_equal(send, to_storage(np.concatenate(sblocks), wd, npt))
+
+
+def test_v_empty_and_single_rank_blocks(comm):
+    # every count zero; one rank alone sending; buffers of other shapes (2-D,
+    # a bytearray), counts in elements of the whole (flattened) array
+    p, r = comm.size, comm.rank
+    empty = np.zeros(0, np.float32)
+    out = np.full(3, SENTINEL, np.float32)
+    comm.allgatherv(empty, out, [0] * p, [1] * p)
+    comm.ialltoallv(empty, [0] * p, out, [0] * p).wait()
+    counts = [6 if q == p - 1 else 0 for q in range(p)]
+    mine = np.arange(6, dtype=np.int16).reshape(2, 3) * (r + 1) if r == p - 1 \
+        else np.zeros((0, 3), np.int16)
+    grid = np.zeros((2, 3), np.int16)
+    comm.allgatherv(mine, grid, counts)
+    ba = bytearray(b"\xff" * (p + 1))
+    comm.allgatherv(bytes([r + 1]), ba, [1] * p, [q + 1 for q in range(p)])
+    assert (out == SENTINEL).all()
+    np.testing.assert_array_equal(grid, np.arange(6).reshape(2, 3) * p)
+    assert list(ba) == [255] + [q + 1 for q in range(p)]
+
+
+def test_v_types_without_weft_datatype(comm):
+    """allgatherv and alltoallv of arrays Weft has no datatype for (complex64,
+    bool, records) move their bytes; counts and displacements stay in the
+    array's elements."""
+    p, r = comm.size, comm.rank
+    counts = [agv_count(q) for q in range(p)]
+    blocks = [(agv_block(q) + 1j * q).astype(np.complex64) for q in range(p)]
+    displs, length = gapped_displs(counts, list(reversed(range(p))))
+    out = np.full(length, SENTINEL + 1j, np.complex64)
+    comm.iallgatherv(blocks[r], out, counts, displs).wait()
+    inpl = np.full(length, SENTINEL + 1j, np.complex64)
+    inpl[displs[r]:displs[r] + counts[r]] = blocks[r]
+    comm.allgatherv(weft.IN_PLACE, inpl, counts, displs)
+    ref = np.full(length, SENTINEL + 1j, np.complex64)
+    for q in range(p):
+        ref[displs[q]:displs[q] + counts[q]] = blocks[q]
+    # alltoallv of complex64 with gaps on the receiving side
+    sc = [a2av_count(r, q) for q in range(p)]
+    rc = [a2av_count(q, r) for q in range(p)]
+    send = np.concatenate([a2av_block(r, q) * (1 + 1j) for q in range(p)]).astype(np.complex64)
+    rd, rlen = gapped_displs(rc, list(range(p)))
+    recv = np.full(rlen, -1j, np.complex64)
+    comm.alltoallv(send, sc, recv, rc, None, rd)
+    a2a_ref = np.full(rlen, -1j, np.complex64)
+    for q in range(p):
+        a2a_ref[rd[q]:rd[q] + rc[q]] = a2av_block(q, r) * (1 + 1j)
+    # bool and records, in place
+    flags = np.arange(p) < r  # block q (what goes to rank q): r > q
+    comm.ialltoallv(weft.IN_PLACE, None, flags, [1] * p).wait()  # symmetric: one each
+    rec = np.zeros(p, dtype=[("a", "i4"), ("b", "f8")])
+    rec["a"][r], rec["b"][r] = r, r / 2
+    comm.allgatherv(weft.IN_PLACE, rec, [1] * p)
+    np.testing.assert_array_equal(out, ref)
+    np.testing.assert_array_equal(inpl, ref)
+    np.testing.assert_array_equal(recv, a2a_ref)
+    np.testing.assert_array_equal(flags, np.arange(p) > r)  # from rank q: q > r
+    np.testing.assert_array_equal(rec["a"], np.arange(p))
+    np.testing.assert_array_equal(rec["b"], np.arange(p) / 2)
+
+
+def test_v_bad_input_raises(comm):
+    """Arguments the Python layer refuses before calling Weft (on every rank
+    alike, so that none is left in a collective): WeftError with the status."""
+    p, r = comm.size, comm.rank
+    f32 = np.zeros(4, np.float32)
+    buf = np.zeros(4 * p, np.float32)
+    ones = [1] * p
+    cases = [
+        ("counts too short", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], buf, ones[:-1])),
+        ("counts too long", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], buf, ones + [1])),
+        ("negative count", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], buf, [1] * (p - 1) + [-1])),
+        ("float count", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], buf, [1.0] * p)),
+        ("counts not a sequence", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], buf, 1)),
+        ("displs too long", weft.ERR_INVALID_ARG,
+         lambda: comm.iallgatherv(f32[:1], buf, ones, list(range(p + 1)))),
+        ("negative displ", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], buf, ones, [-1] * p)),
+        ("recvbuf too small", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], buf[:p - 1], ones)),
+        ("block past the end", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], buf, ones, [4 * p - q for q in range(p)])),
+        ("sendbuf not counts[rank]", weft.ERR_INVALID_ARG,
+         lambda: comm.iallgatherv(f32[:2], buf, ones)),
+        ("dtypes differ", weft.ERR_DATATYPE,
+         lambda: comm.allgatherv(np.zeros(1, np.float64), buf, ones)),
+        ("bytes and complex64", weft.ERR_DATATYPE,
+         lambda: comm.allgatherv(np.zeros(8, np.uint8), np.zeros(p, np.complex64), ones)),
+        ("complex64 and complex128", weft.ERR_DATATYPE,
+         lambda: comm.alltoallv(np.zeros(p, np.complex64), ones, np.zeros(p, np.complex128),
+                                ones)),
+        ("read-only recvbuf", weft.ERR_INVALID_ARG,
+         lambda: comm.allgatherv(f32[:1], bytes(4 * p), ones, dtype=weft.FLOAT32)),
+        ("a2a send_counts too long", weft.ERR_INVALID_ARG,
+         lambda: comm.alltoallv(buf, ones + [0], buf.copy(), ones)),
+        ("a2a recv_counts too short", weft.ERR_INVALID_ARG,
+         lambda: comm.ialltoallv(buf, ones, buf.copy(), ones[1:])),
+        ("a2a send_counts None", weft.ERR_INVALID_ARG,
+         lambda: comm.alltoallv(buf, None, buf.copy(), ones)),
+        ("a2a sendbuf too small", weft.ERR_INVALID_ARG,
+         lambda: comm.alltoallv(buf[:p - 1], ones, buf.copy(), ones)),
+        ("a2a recvbuf too small", weft.ERR_INVALID_ARG,
+         lambda: comm.ialltoallv(buf, [2] * p, buf[:2 * p - 1].copy(), [2] * p)),
+        ("a2a own block differs", weft.ERR_INVALID_ARG,
+         lambda: comm.alltoallv(buf, [2 if q == r else 1 for q in range(p)], buf.copy(), ones)),
+        ("a2a send_displs past the end", weft.ERR_INVALID_ARG,
+         lambda: comm.alltoallv(buf, ones, buf.copy(), ones, [4 * p] * p)),
+    ]
+    if p > 1:
+        cases.append(("recv blocks overlap", weft.ERR_INVALID_ARG,
+                      lambda: comm.allgatherv(f32[:2], buf, [2] * p, [q for q in range(p)])))
+        cases.append(("a2a recv blocks overlap", weft.ERR_INVALID_ARG,
+                      lambda: comm.alltoallv(buf, ones, buf.copy(), ones, None, [0] * p)))
+    got = []
+    for name, want, fn in cases:
+        try:
+            fn()
+            got.append((name, None, want))
+        except weft.WeftError as e:
+            got.append((name, e.status, want))
+    # the communicator is still in step
+    out = np.zeros(p, np.int32)
+    comm.allgatherv(np.array([r], np.int32), out, ones)
+    assert list(out) == list(range(p))
+    assert [(n, s) for n, s, _ in got] == [(n, w) for n, w, _ in cases]
+    assert comm.algorithm("allgatherv", 100) == "ring"
+    assert comm.algorithm("alltoallv", 100) == "pairwise"

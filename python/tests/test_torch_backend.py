@@ -246,6 +246,59 @@ def test_alltoall_forms():
                            torch.full((r + 1,), float(10 * i + r)))
 
 
+def test_uneven_v_paths(monkeypatch):
+    # The uneven allgather, alltoall and all_to_all_single of CPU tensors go
+    # through Weft's allgatherv/alltoallv (where libweft has them): 2-D
+    # tensors, sizes of zero, a non-contiguous output, bool and float8
+    # tensors (moved as bytes), async Works and their futures, and the
+    # route CUDA tensors take (host copies), run on CPU tensors.
+    r, p = rk()
+    calls = {"iallgatherv": 0, "ialltoallv": 0}
+    for name in calls:
+        def counted(self, *a, _name=name, _f=getattr(weft.Comm, name), **k):
+            calls[_name] += 1
+            return _f(self, *a, **k)
+        monkeypatch.setattr(weft.Comm, name, counted)
+    # all_to_all_single: rank r sends (r + j) % 3 rows of 2 to rank j
+    in_splits = [(r + j) % 3 for j in range(p)]
+    out_splits = [(q + r) % 3 for q in range(p)]
+    rows = [torch.full(((r + j) % 3, 2), 10.0 * r + j) for j in range(p)]
+    sin = torch.cat(rows) if rows else torch.empty(0, 2)
+    sout = torch.full((2, sum(out_splits)), -1.0).t()  # not contiguous
+    w = dist.all_to_all_single(sout, sin, out_splits, in_splits, async_op=True)
+    w.get_future().wait()
+    b = wt.WeftBackend(r, p, wt.world_comm())
+    via = torch.zeros(sum(out_splits), 2)
+    b._via_host(b.all_to_all_single, via, sin, out_splits, in_splits, None).wait()
+    # uneven list alltoall with empty tensors, and of bool and float8 tensors
+    a2a = [torch.full((q % 2, 3), -1.0) for q in range(p)]
+    dist.all_to_all(a2a, [torch.full((r % 2, 3), float(r * 10 + j)) for j in range(p)])
+    ba2a = [torch.zeros(q + 1, dtype=torch.bool) for q in range(p)]
+    dist.all_to_all(ba2a, [torch.tensor([j % 2 == 0] * (r + 1)) for j in range(p)])
+    f8 = MOVED_DTYPES[0] if MOVED_DTYPES else torch.float16
+    f8_outs = [torch.zeros(q + 2).to(f8) for q in range(p)]
+    dist.all_to_all(f8_outs, [torch.full((r + 2,), float(j + 1)).to(f8) for j in range(p)])
+    # uneven allgather: 2-D, a zero-size slot, float8
+    ag = [torch.full((q % 3, 2), -1.0) for q in range(p)]
+    w2 = dist.all_gather(ag, torch.full((r % 3, 2), float(r)), async_op=True)
+    w2.wait()
+    f8_ag = [torch.zeros(q + 1).to(f8) for q in range(p)]
+    dist.all_gather(f8_ag, torch.full((r + 1,), float(r + 1)).to(f8))
+    for q in range(p):
+        blk = sout[sum(out_splits[:q]):sum(out_splits[:q + 1])]
+        assert torch.equal(blk, torch.full((out_splits[q], 2), 10.0 * q + r))
+        assert torch.equal(via[sum(out_splits[:q]):sum(out_splits[:q + 1])], blk)
+        assert torch.equal(a2a[q], torch.full((q % 2, 3), float(q * 10 + r)))
+        assert torch.equal(ba2a[q], torch.tensor([r % 2 == 0] * (q + 1)))
+        assert f8_outs[q].dtype == f8
+        assert torch.equal(f8_outs[q].float(), torch.full((q + 2,), float(r + 1)))
+        assert torch.equal(ag[q], torch.full((q % 3, 2), float(q)))
+        assert torch.equal(f8_ag[q].float(), torch.full((q + 1,), float(q + 1)))
+    if wt._HAS_V:  # on one rank the list forms' shapes are all alike: the even paths
+        assert calls == ({"iallgatherv": 2, "ialltoallv": 5} if p > 1 else
+                         {"iallgatherv": 0, "ialltoallv": 2}), calls
+
+
 def test_gather_scatter_barrier():
     r, p = rk()
     root = p - 1

@@ -24,6 +24,7 @@ See doc/python.md.
 
 import atexit
 import ctypes
+import operator
 import sys
 import threading
 
@@ -44,8 +45,8 @@ from ._bootstrap import init_with_store  # worlds started without an MPI launche
 
 __version__ = "0.1.0"
 
-#: Pass as the send buffer for the in-place forms (allgather, reduce at the
-#: root, gather at the root, scatter at the root).
+#: Pass as the send buffer for the in-place forms (allgather, allgatherv,
+#: alltoallv, reduce at the root, gather at the root, scatter at the root).
 IN_PLACE = type("InPlace", (), {"__repr__": lambda self: "weft.IN_PLACE"})()
 #: Color of a rank that joins no communicator in Comm.split.
 UNDEFINED = -1
@@ -54,7 +55,7 @@ _TRANSPORTS = {None: 0, "default": 0, "mpi": 1, "ucx": 2, 0: 0, 1: 1, 2: 2}
 
 # in the order of weft_coll_t
 _COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
-                "gather", "scatter", "barrier")
+                "gather", "scatter", "barrier", "allgatherv", "alltoallv")
 _byref = ctypes.byref
 _c_request = _lib.c_request
 _c_allreduce = _lib.weft_allreduce
@@ -155,44 +156,130 @@ def _same(a, b, what):
 
 
 def _bytes_view(obj):
-    """obj's memory as bytes (same memory, C order), or None where no view is
-    possible without a copy (a copy would lose what Weft writes)."""
+    """(obj's memory as bytes (same memory, C order), the size of one of obj's
+    elements in bytes), or (None, 0) where no view is possible without a copy
+    (a copy would lose what Weft writes)."""
     if hasattr(obj, "is_contiguous") and hasattr(obj, "element_size"):  # a torch tensor
         import torch
-        return obj.view(torch.uint8) if obj.is_contiguous() else None
+        return (obj.view(torch.uint8), obj.element_size()) if obj.is_contiguous() else (None, 0)
     if getattr(obj, "__array_interface__", None) is not None:
         import numpy as np
         a = np.asarray(obj)
         if not a.flags.c_contiguous:
-            return None
-        return (a.reshape(1) if a.ndim == 0 else a).view(np.uint8)
+            return None, 0
+        return (a.reshape(1) if a.ndim == 0 else a).view(np.uint8), a.itemsize
     m = memoryview(obj)
-    return m.cast("B") if m.c_contiguous else None
+    return (m.cast("B"), m.itemsize) if m.c_contiguous else (None, 0)
 
 
-def _resolve_moved(obj, what, writable, dtype, dev):
-    """_resolve for calls that only move data (bcast, allgather, alltoall,
-    gather, scatter, send, recv): an array whose type Weft has no datatype
-    for (complex, bool, big-endian, float8, records, ...) moves as its bytes,
-    which arrive as they left. Counts are then in bytes on both sides."""
+def _resolve_moved_scaled(obj, what, writable, dtype, dev):
+    """(_resolve_moved's Buf, the number of its elements per element of obj):
+    1, or obj's element size where obj moves as its bytes."""
     try:
-        return _resolve(obj, what, writable, dtype, dev)
+        return _resolve(obj, what, writable, dtype, dev), 1
     except WeftError as e:
         if dtype is not None or e.status != ERR_DATATYPE:
             raise
         try:
-            view = _bytes_view(obj)
+            view, esize = _bytes_view(obj)
         except (TypeError, ValueError):
             view = None
         if view is None:
             raise
-        return _resolve(view, what, writable, UINT8, dev)
+        return _resolve(view, what, writable, UINT8, dev), esize
+
+
+def _resolve_moved(obj, what, writable, dtype, dev):
+    """_resolve for calls that only move data (bcast, allgather, alltoall,
+    gather, scatter, send, recv, allgatherv, alltoallv): an array whose type
+    Weft has no datatype for (complex, bool, big-endian, float8, records, ...)
+    moves as its bytes, which arrive as they left. Counts are then in bytes on
+    both sides (the v-forms scale the element counts they are given)."""
+    return _resolve_moved_scaled(obj, what, writable, dtype, dev)[0]
 
 
 def _count(buf, n, what):
     if buf.count != n:
         raise WeftError(ERR_INVALID_ARG, "%s holds %d elements, expected %d" %
                         (what, buf.count, n))
+
+
+def _v_list(values, n, what, coll):
+    """A count or displacement list of a vector collective: n integers >= 0
+    (a list, tuple, numpy array, ...), or WeftError ERR_INVALID_ARG."""
+    try:
+        lst = [operator.index(v) for v in values]
+    except TypeError:
+        raise WeftError(ERR_INVALID_ARG, "%s: %s must be a sequence of %d integers, not %r"
+                        % (coll, what, n, values)) from None
+    if len(lst) != n:
+        raise WeftError(ERR_INVALID_ARG, "%s: %s has %d entries for %d ranks"
+                        % (coll, what, len(lst), n))
+    for q, v in enumerate(lst):
+        if v < 0:
+            raise WeftError(ERR_INVALID_ARG, "%s: %s[%d] is %d (negative)" % (coll, what, q, v))
+    return lst
+
+
+def _v_blocks(counts, displs, n, what, dwhat, coll):
+    """The counts and displacements (elements) of a vector collective's
+    buffer: displs None is the exclusive prefix sum of counts. Returns
+    (counts, displs, extent: the elements the buffer must hold)."""
+    counts = _v_list(counts, n, what, coll)
+    if displs is None:
+        displs, off = [], 0
+        for c in counts:
+            displs.append(off)
+            off += c
+    else:
+        displs = _v_list(displs, n, dwhat, coll)
+    # the non-empty blocks within the buffer (an empty block's displacement
+    # is never used, as in MPI and Weft's C calls)
+    extent = max((d + c for d, c in zip(displs, counts) if c), default=0)
+    return counts, displs, extent
+
+
+def _v_fits(buf, scale, extent, what, coll, counts, displs):
+    """buf (scale Weft elements per element of the caller's) holds the blocks
+    at counts/displs, which do not overlap; WeftError ERR_INVALID_ARG
+    otherwise."""
+    have = buf.count // scale
+    if have < extent:
+        raise WeftError(ERR_INVALID_ARG, "%s: %s holds %d elements, its blocks need %d"
+                        % (coll, what, have, extent))
+    blocks = sorted((d, c, q) for q, (d, c) in enumerate(zip(displs, counts)) if c)
+    for (d0, c0, q0), (d1, _, q1) in zip(blocks, blocks[1:]):
+        if d0 + c0 > d1:
+            raise WeftError(ERR_INVALID_ARG, "%s: the blocks of ranks %d and %d of %s overlap"
+                            % (coll, q0, q1, what))
+
+
+def _v_same(s, s_scale, r, r_scale, coll):
+    _same(s, r, coll)
+    if s_scale != r_scale:  # both moved as bytes, or one of them: counts would differ in meaning
+        raise WeftError(ERR_DATATYPE, "%s: sendbuf's elements have %d bytes, recvbuf's %d"
+                        % (coll, _dtypes.SIZES[s.dtype] * s_scale,
+                           _dtypes.SIZES[r.dtype] * r_scale))
+
+
+def _host_only(buf, coll):
+    if buf.device != "cpu":
+        raise WeftError(ERR_UNSUPPORTED, "%s takes host memory only, not a %s tensor: copy it "
+                        "to the host" % (coll, buf.device))
+
+
+def _sizes(values, scale):
+    """values (elements of the caller's arrays) scaled to Weft's elements,
+    as a size_t array for C."""
+    return (_lib.N * len(values))(*[v * scale for v in values])
+
+
+def _v_fn(name):
+    f = getattr(_lib, name, None)
+    if f is None:
+        raise WeftError(ERR_UNSUPPORTED, "%s: the loaded libweft (%s) does not have it"
+                        % (name, _lib.lib._name))
+    return f
 
 
 class Comm:
@@ -293,7 +380,8 @@ class Comm:
     def algorithm(self, collective, count, dtype=FLOAT32):
         """The algorithm Weft would run for `collective` ("allreduce",
         "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
-        "gather", "scatter", "barrier") of `count` elements of `dtype` on this
+        "gather", "scatter", "barrier", "allgatherv", "alltoallv") of
+        `count` elements (a v-form: the whole vector) of `dtype` on this
         communicator: its name ("ring", "shm", ...), as weft_query_algo and
         weft-info give it. Any thread."""
         try:
@@ -400,6 +488,40 @@ class Comm:
         return self._req(_lib.weft_iallgather, (sp, r.ptr, r.count // self.size, r.dtype,
                                                 self._h), keep, recvbuf, "weft_iallgather")
 
+    # ---- allgatherv ----------------------------------------------------------
+    def _agv_args(self, sendbuf, recvbuf, counts, displs, dtype):
+        p, me = self.size, self.rank
+        counts, displs, extent = _v_blocks(counts, displs, p, "counts", "displs", "allgatherv")
+        r, scale = _resolve_moved_scaled(recvbuf, "recvbuf", True, dtype, self._dev)
+        _host_only(r, "allgatherv")
+        _v_fits(r, scale, extent, "recvbuf", "allgatherv", counts, displs)
+        if sendbuf is IN_PLACE:
+            sp, keep = _INPL, (r,)
+        else:
+            s, s_scale = _resolve_moved_scaled(sendbuf, "sendbuf", False, dtype, self._dev)
+            _host_only(s, "allgatherv")
+            _v_same(s, s_scale, r, scale, "allgatherv")
+            if s.count // scale != counts[me]:
+                raise WeftError(ERR_INVALID_ARG, "allgatherv: sendbuf holds %d elements, "
+                                "counts[%d] is %d" % (s.count // scale, me, counts[me]))
+            sp, keep = s.ptr, (s, r)
+        return (sp, counts[me] * scale, r.ptr, _sizes(counts, scale), _sizes(displs, scale),
+                r.dtype, self._h), keep
+
+    def allgatherv(self, sendbuf, recvbuf, counts, displs=None, dtype=None):
+        """recvbuf gets rank q's sendbuf (counts[q] elements) at displs[q]
+        (elements; default: the blocks one after another, in rank order).
+        counts and displs: one entry per rank, the same on every rank;
+        recvbuf's elements between the blocks are left as they are.
+        sendbuf IN_PLACE: this rank's block is already at displs[rank]."""
+        args, _ = self._agv_args(sendbuf, recvbuf, counts, displs, dtype)
+        _check(_v_fn("weft_allgatherv")(*args), "weft_allgatherv")
+        return recvbuf
+
+    def iallgatherv(self, sendbuf, recvbuf, counts, displs=None, dtype=None):
+        args, keep = self._agv_args(sendbuf, recvbuf, counts, displs, dtype)
+        return self._req(_v_fn("weft_iallgatherv"), args, keep, recvbuf, "weft_iallgatherv")
+
     # ---- bcast -------------------------------------------------------------
     def _root(self, root):
         root = int(root)
@@ -471,6 +593,55 @@ class Comm:
         s, r = self._a2a_args(sendbuf, recvbuf, dtype)
         return self._req(_lib.weft_ialltoall, (s.ptr, r.ptr, s.count // self.size, s.dtype,
                                                self._h), (s, r), recvbuf, "weft_ialltoall")
+
+    # ---- alltoallv ----------------------------------------------------------
+    def _a2av_args(self, sendbuf, send_counts, recvbuf, recv_counts, send_displs, recv_displs,
+                   dtype):
+        p, me = self.size, self.rank
+        rc, rd, rext = _v_blocks(recv_counts, recv_displs, p, "recv_counts", "recv_displs",
+                                 "alltoallv")
+        r, scale = _resolve_moved_scaled(recvbuf, "recvbuf", True, dtype, self._dev)
+        _host_only(r, "alltoallv")
+        _v_fits(r, scale, rext, "recvbuf", "alltoallv", rc, rd)
+        if sendbuf is IN_PLACE:  # the blocks sent are recvbuf's: send_counts/displs ignored
+            sp, sc, sd, keep = _INPL, None, None, (r,)
+        else:
+            sc, sd, sext = _v_blocks(send_counts, send_displs, p, "send_counts", "send_displs",
+                                     "alltoallv")
+            s, s_scale = _resolve_moved_scaled(sendbuf, "sendbuf", False, dtype, self._dev)
+            _host_only(s, "alltoallv")
+            _v_same(s, s_scale, r, scale, "alltoallv")
+            have = s.count // scale
+            if have < sext:
+                raise WeftError(ERR_INVALID_ARG, "alltoallv: sendbuf holds %d elements, its "
+                                "blocks need %d" % (have, sext))
+            if sc[me] != rc[me]:
+                raise WeftError(ERR_INVALID_ARG, "alltoallv: send_counts[%d] is %d, "
+                                "recv_counts[%d] %d (this rank's block to itself)"
+                                % (me, sc[me], me, rc[me]))
+            sp, sc, sd, keep = s.ptr, _sizes(sc, scale), _sizes(sd, scale), (s, r)
+        return (sp, sc, sd, r.ptr, _sizes(rc, scale), _sizes(rd, scale), r.dtype,
+                self._h), keep
+
+    def alltoallv(self, sendbuf, send_counts, recvbuf, recv_counts, send_displs=None,
+                  recv_displs=None, dtype=None):
+        """send_counts[q] elements of sendbuf at send_displs[q] go to rank q;
+        recv_counts[q] elements from rank q land at recv_displs[q] of
+        recvbuf (elements; displacements default to the blocks one after
+        another, in rank order). Every rank's recv_counts[q] must be what
+        rank q sends it. recvbuf's elements between the blocks are left as
+        they are. sendbuf IN_PLACE: the blocks sent are recvbuf's, by
+        recv_counts and recv_displs (send_counts, send_displs ignored)."""
+        args, _ = self._a2av_args(sendbuf, send_counts, recvbuf, recv_counts, send_displs,
+                                  recv_displs, dtype)
+        _check(_v_fn("weft_alltoallv")(*args), "weft_alltoallv")
+        return recvbuf
+
+    def ialltoallv(self, sendbuf, send_counts, recvbuf, recv_counts, send_displs=None,
+                   recv_displs=None, dtype=None):
+        args, keep = self._a2av_args(sendbuf, send_counts, recvbuf, recv_counts, send_displs,
+                                     recv_displs, dtype)
+        return self._req(_v_fn("weft_ialltoallv"), args, keep, recvbuf, "weft_ialltoallv")
 
     # ---- gather / scatter --------------------------------------------------
     def _gather_args(self, sendbuf, recvbuf, root, dtype):

@@ -74,6 +74,9 @@ _RED_OPS = {
     dist.ReduceOp.BOR.value: weft.BOR, dist.ReduceOp.BXOR.value: weft.BXOR,
 }
 _world = None  # the Weft world communicator shared by this module
+# the vector collectives (allgatherv, alltoallv); an older libweft lacks them,
+# and the uneven paths then exchange point to point (broadcasts, _pairwise)
+_HAS_V = weft._lib.has("weft_iallgatherv") and weft._lib.has("weft_ialltoallv")
 
 
 def world_comm():
@@ -585,9 +588,26 @@ class WeftBackend(_BASE):
         return _work(reqs, output_lists, after=copy_out)
 
     def _allgather_uneven(self, comm, dev, output_lists, inputs):
-        """allgather of tensors whose sizes differ by rank (as torch allows):
-        one broadcast per rank, from that rank's input into every rank's
-        tensor of its slot (contiguous ones in place, others through a copy)."""
+        """allgather of tensors whose sizes differ by rank (as torch allows).
+        Host tensors: one allgatherv per input into a flat buffer, whose
+        blocks are copied into the output tensors once it completes. On a
+        stream-bound communicator (the v-forms take host memory only), or
+        with outputs of another dtype than their input: one broadcast per
+        rank, from that rank's input into every rank's tensor of its slot
+        (contiguous ones in place, others through a copy)."""
+        if not dev and _HAS_V and all(o.dtype == inp.dtype
+                                      for outs, inp in zip(output_lists, inputs) for o in outs):
+            reqs, flats = [], []
+            for outs, inp in zip(output_lists, inputs):
+                counts = [o.numel() for o in outs]
+                flat = inp.new_empty(sum(counts))
+                flats.append((flat, outs))
+                reqs.append(comm.iallgatherv(inp.contiguous(), flat, counts))
+
+            def unflatten():
+                for flat, outs in flats:
+                    self._unflatten(flat, outs)
+            return _work(reqs, output_lists, after=unflatten)
         reqs, copies = [], []
         for outs, inp in zip(output_lists, inputs):
             for q, o in enumerate(outs):
@@ -700,7 +720,7 @@ class WeftBackend(_BASE):
     def alltoall(self, outputs, inputs, opts=None):
         comm, dev = self._comm_for(outputs + inputs)
         shapes = {tuple(t.shape) for t in outputs + inputs}
-        if dev and (comm is None or len(shapes) != 1):  # uneven: point to point, on the host
+        if dev and (comm is None or len(shapes) != 1):  # uneven: alltoallv, on the host
             return self._via_host(self.alltoall, outputs, inputs, opts)
         if len(outputs) != comm.size or len(inputs) != comm.size:
             raise WeftError(ERR_INVALID_ARG, "alltoall: %d/%d tensors for %d ranks" %
@@ -716,6 +736,14 @@ class WeftBackend(_BASE):
                 copy_out()
                 return self._cuda_done(outputs)
             return _work([comm.ialltoall(send, recv)], outputs, after=copy_out)
+        if _HAS_V and len({t.dtype for t in outputs + inputs}) == 1:
+            # uneven: one alltoallv between flat buffers, the received blocks
+            # copied into the outputs once it completes
+            send = torch.cat([t.reshape(-1) for t in inputs])
+            recv = send.new_empty(sum(t.numel() for t in outputs))
+            req = comm.ialltoallv(send, [t.numel() for t in inputs], recv,
+                                  [t.numel() for t in outputs])
+            return _work([req], outputs, after=lambda: self._unflatten(recv, outputs))
         return self._pairwise(comm, [t.contiguous() for t in inputs], outputs, outputs)
 
     def _pairwise(self, comm, sends, recvs, result):
@@ -741,7 +769,7 @@ class WeftBackend(_BASE):
     def all_to_all_single(self, output, inp, output_splits, input_splits, opts=None):
         comm, dev = self._comm_for([output, inp])
         even = not output_splits and not input_splits
-        if dev and (comm is None or not even):  # splits: point to point, on the host
+        if dev and (comm is None or not even):  # splits: alltoallv, on the host
             return self._via_host(self.all_to_all_single, output, inp, output_splits,
                                   input_splits, opts)
         if even:
@@ -752,6 +780,15 @@ class WeftBackend(_BASE):
         n = comm.size
         ins = list(inp.split(input_splits if input_splits else inp.shape[0] // n))
         outs = list(output.split(output_splits if output_splits else output.shape[0] // n))
+        if _HAS_V and inp.dtype == output.dtype and len(ins) == n and len(outs) == n:
+            # one alltoallv: the splits (along dim 0) are consecutive blocks of
+            # the contiguous tensors, so their default displacements serve
+            recv = output if output.is_contiguous() else \
+                torch.empty_like(output, memory_format=torch.contiguous_format)
+            req = comm.ialltoallv(inp.contiguous(), [t.numel() for t in ins], recv,
+                                  [t.numel() for t in outs])
+            return _work([req], [output],
+                         after=None if recv is output else lambda: output.copy_(recv))
         return self._pairwise(comm, [t.contiguous() for t in ins], outs, [output])
 
     alltoall_base = all_to_all_single
