@@ -4,7 +4,8 @@
  *   LD_PRELOAD=/path/libweft-mpi.so mpiexec -n N ./any_mpi_program
  *
  * Defines MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast,
- * MPI_Reduce, MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Barrier, their
+ * MPI_Reduce, MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Allgatherv,
+ * MPI_Alltoallv, MPI_Barrier, their
  * nonblocking forms, the MPI-4 large-count (_c) forms of all but the
  * barriers, MPI_Init, MPI_Init_thread, MPI_Query_thread and
  * MPI_Finalize, and with MPICH the completion calls MPI_Wait, MPI_Waitall,
@@ -68,17 +69,20 @@ enum wmpi_call {
     C_ALLREDUCE, C_IALLREDUCE, C_REDUCE_SCATTER_BLOCK, C_IREDUCE_SCATTER_BLOCK,
     C_ALLGATHER, C_IALLGATHER, C_BCAST, C_IBCAST, C_REDUCE, C_IREDUCE,
     C_ALLTOALL, C_IALLTOALL, C_GATHER, C_IGATHER, C_SCATTER, C_ISCATTER,
+    C_ALLGATHERV, C_IALLGATHERV, C_ALLTOALLV, C_IALLTOALLV,
     C_BARRIER, C_IBARRIER, C_COUNT
 };
 static const char *const call_names[C_COUNT] = {
     "MPI_Allreduce", "MPI_Iallreduce", "MPI_Reduce_scatter_block", "MPI_Ireduce_scatter_block",
     "MPI_Allgather", "MPI_Iallgather", "MPI_Bcast", "MPI_Ibcast", "MPI_Reduce", "MPI_Ireduce",
     "MPI_Alltoall", "MPI_Ialltoall", "MPI_Gather", "MPI_Igather", "MPI_Scatter", "MPI_Iscatter",
+    "MPI_Allgatherv", "MPI_Iallgatherv", "MPI_Alltoallv", "MPI_Ialltoallv",
     "MPI_Barrier", "MPI_Ibarrier"};
 /* The short names WEFT_MPI_CALLS takes ("allreduce" covers MPI_Iallreduce too). */
 static const char *const call_keys[C_COUNT / 2] = {
     "allreduce", "reduce_scatter_block", "allgather", "bcast", "reduce", "alltoall", "gather",
-    "scatter", "barrier"};
+    "scatter", "allgatherv", "alltoallv", "barrier"};
+_Static_assert(C_COUNT % 2 == 0 && C_COUNT / 2 <= 32, "a blocking and a nonblocking form per key");
 
 enum wmpi_reason {
     R_WEFT = 0,      /* served by Weft */
@@ -1475,6 +1479,233 @@ WMPI_DEF_BLOCKS(Alltoall, C_ALLTOALL, weft_alltoall, , int)
 WMPI_DEF_BLOCKS(Alltoall, C_ALLTOALL, weft_alltoall, _c, MPI_Count)
 WMPI_DEF_IBLOCKS(Ialltoall, C_IALLTOALL, weft_ialltoall, , int)
 WMPI_DEF_IBLOCKS(Ialltoall, C_IALLTOALL, weft_ialltoall, _c, MPI_Count)
+
+/* ---- allgatherv and alltoallv (blocks of their own lengths, in bytes) --------------------- */
+/* MPI's counts and displacements (int, or MPI_Count and MPI_Aint for the _c
+ * forms; in elements of the datatype) become the byte lengths and offsets
+ * (size_t) that Weft takes, the blocks moved as bytes as allgather's are. The
+ * arrays are on the stack up to WMPI_VSTACK ranks, malloc'ed beyond; Weft copies
+ * them during the call, so they are freed as soon as it returned, the
+ * nonblocking call's too. */
+#ifndef WMPI_VSTACK
+#define WMPI_VSTACK 64 /* the tests build a variant with 1: the malloc'ed arrays on 2 ranks */
+#endif
+typedef struct vargs {
+    size_t *slen, *soff;     /* alltoallv's send blocks (NULL: allgatherv, or in place) */
+    size_t *rlen, *roff;     /* the receive blocks */
+    size_t *heap;            /* the malloc'ed arrays, or NULL */
+    weft_status_t st;        /* WEFT_ERR_NO_MEMORY: no room for the arrays (served: reported) */
+    size_t stack[4 * WMPI_VSTACK];
+} vargs_t;
+
+/* k arrays of p entries in v: 1, or 0 (v->st set) without memory. */
+static int vargs_alloc(vargs_t *v, int p, int k)
+{
+    size_t *arr = v->stack;
+    if (p > WMPI_VSTACK) {
+        arr = v->heap = malloc((size_t)k * (size_t)p * sizeof *arr);
+        if (arr == NULL) {
+            v->st = WEFT_ERR_NO_MEMORY;
+            return 0;
+        }
+    }
+    v->rlen = arr;
+    v->roff = arr + p;
+    v->slen = k > 2 ? arr + 2 * (size_t)p : NULL;
+    v->soff = k > 2 ? arr + 3 * (size_t)p : NULL;
+    return 1;
+}
+
+static void vargs_free(vargs_t *v)
+{
+    free(v->heap);
+    v->heap = NULL;
+}
+
+/* p counts and displacements (int, or with large MPI_Count and MPI_Aint) of
+ * elements of es bytes into byte lengths and offsets; *any: nonzero when a
+ * block holds data. MPI allows negative displacements (the memory before the
+ * buffer's address) and Weft's are offsets from the buffer: the offsets are
+ * then taken from the lowest block, *shift (bytes, <= 0) moves the buffer's
+ * address there, so that every rank serves the call whatever its own
+ * displacements (ranks that took different ways would wait for each other).
+ * An empty block's displacement is never looked at, as in MPI. R_ARG for a
+ * missing array, a negative count or a block whose bytes would not fit a
+ * ptrdiff_t (MPI reports or handles them). */
+static int v_bytes(int p, const void *counts, const void *displs, int large, size_t es,
+                   size_t *len, size_t *off, size_t *any, ptrdiff_t *shift)
+{
+    *any = 0;
+    *shift = 0;
+    if (p > 0 && (counts == NULL || displs == NULL)) return R_ARG;
+    const MPI_Count lim = (MPI_Count)(es > 1 ? PTRDIFF_MAX / es : PTRDIFF_MAX);
+    MPI_Count lo = 0; /* the lowest displacement of a block that holds data, or 0 */
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < p; r++) {
+            MPI_Count c = large ? ((const MPI_Count *)counts)[r]
+                                : (MPI_Count)((const int *)counts)[r];
+            MPI_Count d = large ? (MPI_Count)((const MPI_Aint *)displs)[r]
+                                : (MPI_Count)((const int *)displs)[r];
+            if (c < 0 || c > lim) return R_ARG;
+            if (pass == 0) {
+                if (c > 0 && d < lo) lo = d;
+                continue;
+            }
+            if (c > 0 && (d - lo > lim || c > lim - (d - lo))) return R_ARG;
+            len[r] = (size_t)c * es;
+            off[r] = c > 0 ? (size_t)(d - lo) * es : 0;
+            *any |= len[r];
+        }
+    *shift = (ptrdiff_t)lo * (ptrdiff_t)es;
+    return R_WEFT;
+}
+
+/* allgatherv: the receive type's elements by recvcounts and displs; unless
+ * in place, the send block must hold recvcounts[rank]'s bytes. */
+static int allgatherv_args(int call, const void *sbuf, MPI_Count scount, MPI_Datatype stype,
+                           void *rbuf, const void *rcounts, const void *displs, int large,
+                           MPI_Datatype rtype, MPI_Comm comm, wargs_t *a, vargs_t *v)
+{
+    v->heap = NULL;
+    v->st = WEFT_SUCCESS;
+    const int placed = sbuf == MPI_IN_PLACE;
+    size_t es = 0, sbytes = 0, rany = 0;
+    ptrdiff_t rshift = 0;
+    int rank = 0, size = 0;
+    int why = call_check(call);
+    if (why == R_WEFT) why = contig_bytes(1, rtype, &es);
+    if (why == R_WEFT && !placed) why = contig_bytes(scount, stype, &sbytes);
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    if (why == R_WEFT && !rank_size(a->e, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && !vargs_alloc(v, size, 2)) return R_WEFT; /* v->st: reported */
+    if (why == R_WEFT)
+        why = v_bytes(size, rcounts, displs, large, es, v->rlen, v->roff, &rany, &rshift);
+    if (why == R_WEFT && !placed && sbytes != v->rlen[rank]) why = R_SIZES;
+    if (why == R_WEFT && (null_buf(rbuf, rany) || null_buf(sbuf, sbytes))) why = R_ARG;
+    if (why != R_WEFT) vargs_free(v);
+    a->s = in_place(sbuf);
+    a->r = why == R_WEFT && rshift ? (char *)rbuf + rshift : rbuf;
+    a->n = placed || why != R_WEFT ? 0 : sbytes;
+    a->t = WEFT_UINT8;
+    return why;
+}
+
+/* alltoallv: each side by its own type (in place: the receive side only);
+ * this rank's block to itself must hold the same bytes on both sides. */
+static int alltoallv_args(int call, const void *sbuf, const void *scounts, const void *sdispls,
+                          MPI_Datatype stype, void *rbuf, const void *rcounts,
+                          const void *rdispls, MPI_Datatype rtype, int large, MPI_Comm comm,
+                          wargs_t *a, vargs_t *v)
+{
+    v->heap = NULL;
+    v->st = WEFT_SUCCESS;
+    const int placed = sbuf == MPI_IN_PLACE;
+    size_t res = 0, ses = 0, rany = 0, sany = 0;
+    ptrdiff_t rshift = 0, sshift = 0;
+    int rank = 0, size = 0;
+    int why = call_check(call);
+    if (why == R_WEFT) why = contig_bytes(1, rtype, &res);
+    if (why == R_WEFT && !placed) why = contig_bytes(1, stype, &ses);
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    if (why == R_WEFT && !rank_size(a->e, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && !vargs_alloc(v, size, placed ? 2 : 4)) return R_WEFT; /* v->st: reported */
+    if (why == R_WEFT)
+        why = v_bytes(size, rcounts, rdispls, large, res, v->rlen, v->roff, &rany, &rshift);
+    if (why == R_WEFT && !placed)
+        why = v_bytes(size, scounts, sdispls, large, ses, v->slen, v->soff, &sany, &sshift);
+    if (why == R_WEFT && !placed && v->slen[rank] != v->rlen[rank]) why = R_SIZES;
+    if (why == R_WEFT && (null_buf(rbuf, rany) || null_buf(sbuf, sany))) why = R_ARG;
+    if (why != R_WEFT) vargs_free(v);
+    a->s = placed || why != R_WEFT || !sshift ? in_place(sbuf) : (const char *)sbuf + sshift;
+    a->r = why == R_WEFT && rshift ? (char *)rbuf + rshift : rbuf;
+    a->t = WEFT_UINT8;
+    return why;
+}
+
+/* The Weft call of a served v-form (wr: the nonblocking forms' request). */
+static weft_status_t v_issue(int call, const wargs_t *a, const vargs_t *v, weft_request_t *wr)
+{
+    weft_comm_t wc = a->e->wc;
+    switch (call) {
+    case C_ALLGATHERV: return weft_allgatherv(a->s, a->n, a->r, v->rlen, v->roff, a->t, wc);
+    case C_IALLGATHERV: return weft_iallgatherv(a->s, a->n, a->r, v->rlen, v->roff, a->t, wc, wr);
+    case C_ALLTOALLV:
+        return weft_alltoallv(a->s, v->slen, v->soff, a->r, v->rlen, v->roff, a->t, wc);
+    case C_IALLTOALLV:
+        return weft_ialltoallv(a->s, v->slen, v->soff, a->r, v->rlen, v->roff, a->t, wc, wr);
+    default: return WEFT_ERR_INTERNAL;
+    }
+}
+
+/* A served v-form, blocking (req NULL) or with a generalized request; the
+ * arrays are freed as soon as the Weft call returned. */
+static int v_serve(MPI_Comm comm, int call, const wargs_t *a, vargs_t *v, MPI_Request *req)
+{
+    if (v->st != WEFT_SUCCESS) return weft_failed(comm, call, v->st);
+    if (req == NULL) {
+        weft_status_t st = v_issue(call, a, v, NULL);
+        vargs_free(v);
+        return st == WEFT_SUCCESS ? MPI_SUCCESS : weft_failed(comm, call, st);
+    }
+    greq_t *g = NULL;
+    int rc = greq_begin(comm, call, a->e, &g);
+    if (rc != MPI_SUCCESS) {
+        vargs_free(v);
+        return rc;
+    }
+    weft_status_t st = v_issue(call, a, v, &g->wr);
+    vargs_free(v);
+    return greq_end(comm, call, g, st, req);
+}
+
+/* Each defined twice: int counts and displacements (LARGE 0), and the _c
+ * forms' MPI_Count counts and MPI_Aint displacements (LARGE 1). */
+#define WMPI_DEF_ALLGATHERV(NAME, CALL, NB, SFX, CT, DT, LARGE)                                   \
+WMPI_EXPORT int MPI_##NAME##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,      \
+                                const CT rcounts[], const DT displs[], MPI_Datatype rtype,        \
+                                MPI_Comm comm WMPI_REQ_PARAM_##NB)                                \
+{                                                                                                 \
+    wargs_t a;                                                                                    \
+    vargs_t v;                                                                                    \
+    int why = allgatherv_args(CALL, sbuf, scount, stype, rbuf, rcounts, displs, LARGE, rtype,     \
+                              comm, &a, &v);                                                      \
+    NOTE(CALL, why);                                                                              \
+    if (why != R_WEFT)                                                                            \
+        return PMPI_##NAME##SFX(sbuf, scount, stype, rbuf, rcounts, displs, rtype,                \
+                                comm WMPI_REQ_ARG_##NB);                                          \
+    return v_serve(comm, CALL, &a, &v, WMPI_REQ_##NB);                                            \
+}
+#define WMPI_DEF_ALLTOALLV(NAME, CALL, NB, SFX, CT, DT, LARGE)                                    \
+WMPI_EXPORT int MPI_##NAME##SFX(const void *sbuf, const CT scounts[], const DT sdispls[],         \
+                                MPI_Datatype stype, void *rbuf, const CT rcounts[],               \
+                                const DT rdispls[], MPI_Datatype rtype,                           \
+                                MPI_Comm comm WMPI_REQ_PARAM_##NB)                                \
+{                                                                                                 \
+    wargs_t a;                                                                                    \
+    vargs_t v;                                                                                    \
+    int why = alltoallv_args(CALL, sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype,  \
+                             LARGE, comm, &a, &v);                                                \
+    NOTE(CALL, why);                                                                              \
+    if (why != R_WEFT)                                                                            \
+        return PMPI_##NAME##SFX(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype,     \
+                                comm WMPI_REQ_ARG_##NB);                                          \
+    return v_serve(comm, CALL, &a, &v, WMPI_REQ_##NB);                                            \
+}
+/* The nonblocking forms' extra request argument (NB 1), or none (NB 0). */
+#define WMPI_REQ_PARAM_0
+#define WMPI_REQ_PARAM_1 , MPI_Request *req
+#define WMPI_REQ_ARG_0
+#define WMPI_REQ_ARG_1 , req
+#define WMPI_REQ_0 NULL
+#define WMPI_REQ_1 req
+WMPI_DEF_ALLGATHERV(Allgatherv, C_ALLGATHERV, 0, , int, int, 0)
+WMPI_DEF_ALLGATHERV(Allgatherv, C_ALLGATHERV, 0, _c, MPI_Count, MPI_Aint, 1)
+WMPI_DEF_ALLGATHERV(Iallgatherv, C_IALLGATHERV, 1, , int, int, 0)
+WMPI_DEF_ALLGATHERV(Iallgatherv, C_IALLGATHERV, 1, _c, MPI_Count, MPI_Aint, 1)
+WMPI_DEF_ALLTOALLV(Alltoallv, C_ALLTOALLV, 0, , int, int, 0)
+WMPI_DEF_ALLTOALLV(Alltoallv, C_ALLTOALLV, 0, _c, MPI_Count, MPI_Aint, 1)
+WMPI_DEF_ALLTOALLV(Ialltoallv, C_IALLTOALLV, 1, , int, int, 0)
+WMPI_DEF_ALLTOALLV(Ialltoallv, C_IALLTOALLV, 1, _c, MPI_Count, MPI_Aint, 1)
 
 /* ---- gather and scatter (rooted blocks) ---------------------------------------------------- */
 /* The root's side (many blocks) is mine_* at the root and ignored

@@ -7,7 +7,9 @@
  * arrays of collectives mixed with point-to-point requests and
  * MPI_REQUEST_NULL entries completed by Waitany, Waitsome, Testany,
  * Testsome and Testall, with the receive's status checked),
- * odd counts, MPI_IN_PLACE, every root, calls that must fall through (user
+ * odd counts, MPI_IN_PLACE, every root, the vector forms (allgatherv,
+ * alltoallv: uneven and empty blocks in reverse order with gaps that must
+ * stay as they were), calls that must fall through (user
  * operations, derived and non-contiguous datatypes, MPI_LAND,
  * MPI_MAXLOC), communicators split, duplicated and freed in a loop,
  * MPI_COMM_SELF, the MPI-4 large-count (_c) forms, and a barrier that must
@@ -393,6 +395,279 @@ static void test_movement(MPI_Comm comm, int count, int seed)
     MPI_OK(MPI_Type_free(&pair3));
 }
 
+/* ---- vector forms: allgatherv, alltoallv ------------------------------------------------ */
+/* Block lengths in elements, uneven and some zero (base < 0: every block
+ * empty): allgatherv's block of rank r; alltoallv's block from rank r to
+ * rank s (sym: the same both ways, as an in-place alltoallv needs). */
+static int vcount_ag(int base, int r)
+{
+    return base < 0 || r % 3 == 1 ? 0 : base + 2 * r + 1;
+}
+
+static int vcount_a2a(int base, int r, int s, int sym)
+{
+    if (base < 0) return 0;
+    if (sym) return (r + s) % 3 == 1 ? 0 : base + r + s + 1;
+    return (r + 2 * s) % 3 == 2 ? 0 : base + 3 * r + s;
+}
+
+/* Displacements of the blocks cnt[0..p-1] laid out in reverse rank order,
+ * with gap + r elements before block r: the span in elements (a gap after
+ * the last block too). The gaps must come back as they were. */
+static int vlayout(int p, const int *cnt, int gap, int *displs)
+{
+    int at = 0;
+    for (int r = p - 1; r >= 0; r--) {
+        at += gap + r;
+        displs[r] = at;
+        at += cnt[r];
+    }
+    return at + gap;
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* Every vector form, blocking and nonblocking, in place, with uneven and
+ * empty blocks in reverse order with gaps, on built-in and derived types
+ * (the non-contiguous and the resized ones must fall through), and with a
+ * send type other than the receive type (same bytes): against PMPI_, the
+ * whole buffers, gaps included. */
+static void test_vector(MPI_Comm comm, int base, int seed)
+{
+    int csize, crank;
+    MPI_Comm_size(comm, &csize);
+    MPI_Comm_rank(comm, &crank);
+    MPI_Datatype vec, resized, trio;
+    MPI_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vec)); /* size 8, extent 12: falls through */
+    MPI_OK(MPI_Type_commit(&vec));
+    MPI_OK(MPI_Type_create_resized(MPI_INT, 0, 8, &resized)); /* size 4, extent 8: falls through */
+    MPI_OK(MPI_Type_commit(&resized));
+    MPI_OK(MPI_Type_contiguous(3, MPI_INT, &trio)); /* contiguous derived: served */
+    MPI_OK(MPI_Type_commit(&trio));
+    const struct { MPI_Datatype t; const char *name; } vts[] = {
+        {MPI_INT, "int"}, {MPI_DOUBLE, "double"}, {MPI_CHAR, "char"},
+        {trio, "contiguous derived"}, {vec, "vector"}, {resized, "resized"},
+    };
+    const size_t p = (size_t)csize;
+    int *agc = xmalloc(4 * p), *agd = xmalloc(4 * p), *sc = xmalloc(4 * p), *sd = xmalloc(4 * p);
+    int *rc = xmalloc(4 * p), *rd = xmalloc(4 * p), *ic = xmalloc(4 * p), *id = xmalloc(4 * p);
+    int *sc3 = xmalloc(4 * p), *sd3 = xmalloc(4 * p), *agc3 = xmalloc(4 * p), *agd3 = xmalloc(4 * p);
+    int *agdn = xmalloc(4 * p);
+    for (int r = 0; r < csize; r++) {
+        agc[r] = vcount_ag(base, r);
+        sc[r] = vcount_a2a(base, crank, r, 0);
+        rc[r] = vcount_a2a(base, r, crank, 0);
+        ic[r] = vcount_a2a(base, crank, r, 1);
+    }
+    const int agspan = vlayout(csize, agc, 2, agd), sspan = vlayout(csize, sc, 1, sd),
+              rspan = vlayout(csize, rc, 3, rd), ispan = vlayout(csize, ic, 2, id);
+    /* MPICH 4.0.2's allgatherv on a one-rank communicator puts the block at
+     * the start of recvbuf whatever displs[0] says (in place it is right):
+     * there, the calls that are not in place use displacement 0 */
+    for (int r = 0; r < csize; r++) agdn[r] = csize == 1 ? 0 : agd[r];
+    for (int r = 0; r < csize; r++) { /* the same blocks counted in ints (trio = 3 ints) */
+        sc3[r] = 3 * sc[r];
+        sd3[r] = 3 * sd[r];
+        agc3[r] = 3 * agc[r];
+        agd3[r] = 3 * agdn[r];
+    }
+    char label[160];
+    for (size_t m = 0; m < sizeof vts / sizeof vts[0]; m++) {
+        MPI_Datatype t = vts[m].t;
+        MPI_Aint lb = 0, ext = 0;
+        MPI_OK(MPI_Type_get_extent(t, &lb, &ext));
+        const size_t inb = (size_t)imax(agc[crank], sspan) * (size_t)ext;
+        const size_t outb = (size_t)imax(imax(agspan, rspan), ispan) * (size_t)ext;
+        char *in = xmalloc(inb), *init = xmalloc(outb), *got = xmalloc(outb), *ref = xmalloc(outb);
+        fill(in, inb, K_BYTES, seed + 200 + (int)m);
+        fill(init, outb, K_BYTES, seed + 300 + (int)m);
+        for (int nb = 0; nb < 2; nb++) {
+            int how = (seed + (int)m + nb) % COMPLETIONS;
+            MPI_Request q;
+            snprintf(label, sizeof label, "%sallgatherv %s base %d", nb ? "i" : "", vts[m].name, base);
+            where = label;
+            memcpy(ref, init, outb);
+            MPI_OK(PMPI_Allgatherv(in, agc[crank], t, ref, agc, agdn, t, comm));
+            memcpy(got, init, outb);
+            if (nb) { MPI_OK(MPI_Iallgatherv(in, agc[crank], t, got, agc, agdn, t, comm, &q)); complete(&q, how); }
+            else MPI_OK(MPI_Allgatherv(in, agc[crank], t, got, agc, agdn, t, comm));
+            same("allgatherv", got, ref, outb);
+            /* in place: this rank's block is already at agd[crank] (init's bytes) */
+            memcpy(ref, init, outb);
+            MPI_OK(PMPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, ref, agc, agd, t, comm));
+            memcpy(got, init, outb);
+            if (nb) { MPI_OK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got, agc, agd, t, comm, &q)); complete(&q, how); }
+            else MPI_OK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got, agc, agd, t, comm));
+            same("allgatherv in place", got, ref, outb);
+            snprintf(label, sizeof label, "%salltoallv %s base %d", nb ? "i" : "", vts[m].name, base);
+            memcpy(ref, init, outb);
+            MPI_OK(PMPI_Alltoallv(in, sc, sd, t, ref, rc, rd, t, comm));
+            memcpy(got, init, outb);
+            if (nb) { MPI_OK(MPI_Ialltoallv(in, sc, sd, t, got, rc, rd, t, comm, &q)); complete(&q, how); }
+            else MPI_OK(MPI_Alltoallv(in, sc, sd, t, got, rc, rd, t, comm));
+            same("alltoallv", got, ref, outb);
+            /* in place: the blocks sent are recvbuf's (symmetric counts); the
+             * send arguments are ignored (the interposer must not read them) */
+            memcpy(ref, init, outb);
+            MPI_OK(PMPI_Alltoallv(MPI_IN_PLACE, sc, sd, MPI_DATATYPE_NULL, ref, ic, id, t, comm));
+            memcpy(got, init, outb);
+            if (nb) { MPI_OK(MPI_Ialltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, got, ic, id, t, comm, &q)); complete(&q, how); }
+            else MPI_OK(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, got, ic, id, t, comm));
+            same("alltoallv in place", got, ref, outb);
+        }
+        free(in);
+        free(init);
+        free(got);
+        free(ref);
+    }
+    /* send and receive types differ, the bytes agree (served): trio against 3 ints */
+    {
+        const size_t inb = (size_t)imax(agc[crank], sspan) * 12u;
+        const size_t outb = (size_t)imax(agspan, rspan) * 12u;
+        char *in = xmalloc(inb), *init = xmalloc(outb), *got = xmalloc(outb), *ref = xmalloc(outb);
+        fill(in, inb, K_BYTES, seed + 400);
+        fill(init, outb, K_BYTES, seed + 401);
+        for (int nb = 0; nb < 2; nb++) {
+            MPI_Request q;
+            snprintf(label, sizeof label, "%sallgatherv trio to int base %d", nb ? "i" : "", base);
+            where = label;
+            memcpy(ref, init, outb);
+            MPI_OK(PMPI_Allgatherv(in, agc[crank], trio, ref, agc3, agd3, MPI_INT, comm));
+            memcpy(got, init, outb);
+            if (nb) { MPI_OK(MPI_Iallgatherv(in, agc[crank], trio, got, agc3, agd3, MPI_INT, comm, &q)); complete(&q, BY_WAIT); }
+            else MPI_OK(MPI_Allgatherv(in, agc[crank], trio, got, agc3, agd3, MPI_INT, comm));
+            same("allgatherv, two types", got, ref, outb);
+            snprintf(label, sizeof label, "%salltoallv int to trio base %d", nb ? "i" : "", base);
+            memcpy(ref, init, outb);
+            MPI_OK(PMPI_Alltoallv(in, sc3, sd3, MPI_INT, ref, rc, rd, trio, comm));
+            memcpy(got, init, outb);
+            if (nb) { MPI_OK(MPI_Ialltoallv(in, sc3, sd3, MPI_INT, got, rc, rd, trio, comm, &q)); complete(&q, BY_TEST); }
+            else MPI_OK(MPI_Alltoallv(in, sc3, sd3, MPI_INT, got, rc, rd, trio, comm));
+            same("alltoallv, two types", got, ref, outb);
+        }
+        free(in);
+        free(init);
+        free(got);
+        free(ref);
+    }
+    free(agc); free(agd); free(sc); free(sd); free(rc); free(rd); free(ic); free(id);
+    free(sc3); free(sd3); free(agc3); free(agd3); free(agdn);
+    MPI_OK(MPI_Type_free(&vec));
+    MPI_OK(MPI_Type_free(&resized));
+    MPI_OK(MPI_Type_free(&trio));
+}
+
+/* The vector forms' large-count (_c) forms: MPI_Count counts, MPI_Aint
+ * displacements. */
+static void test_vector_large_count(MPI_Comm comm)
+{
+    int csize, crank;
+    MPI_Comm_size(comm, &csize);
+    MPI_Comm_rank(comm, &crank);
+    const size_t p = (size_t)csize;
+    int *ci = xmalloc(4 * p), *di = xmalloc(4 * p), *rci = xmalloc(4 * p), *rdi = xmalloc(4 * p);
+    MPI_Count *agc = xmalloc(sizeof(MPI_Count) * p), *sc = xmalloc(sizeof(MPI_Count) * p),
+              *rc = xmalloc(sizeof(MPI_Count) * p);
+    MPI_Aint *agd = xmalloc(sizeof(MPI_Aint) * p), *sd = xmalloc(sizeof(MPI_Aint) * p),
+             *rd = xmalloc(sizeof(MPI_Aint) * p);
+    for (int r = 0; r < csize; r++) ci[r] = vcount_ag(101, r);
+    const int agspan = vlayout(csize, ci, 2, di);
+    for (int r = 0; r < csize; r++) {
+        agc[r] = ci[r];
+        agd[r] = csize == 1 ? 0 : di[r]; /* MPICH 4.0.2 on one rank: see test_vector */
+        ci[r] = vcount_a2a(101, crank, r, 0);
+        rci[r] = vcount_a2a(101, r, crank, 0);
+    }
+    const int sspan = vlayout(csize, ci, 1, di), rspan = vlayout(csize, rci, 3, rdi);
+    for (int r = 0; r < csize; r++) {
+        sc[r] = ci[r];
+        sd[r] = di[r];
+        rc[r] = rci[r];
+        rd[r] = rdi[r];
+    }
+    const size_t inb = 8u * (size_t)imax((int)agc[crank], sspan);
+    const size_t outb = 8u * (size_t)imax(agspan, rspan);
+    char *in = xmalloc(inb), *init = xmalloc(outb), *got = xmalloc(outb), *ref = xmalloc(outb);
+    fill(in, inb, K_BYTES, 501);
+    fill(init, outb, K_BYTES, 502);
+    MPI_Request q;
+    where = "vector large-count forms";
+    memcpy(ref, init, outb);
+    MPI_OK(PMPI_Allgatherv_c(in, agc[crank], MPI_DOUBLE, ref, agc, agd, MPI_DOUBLE, comm));
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Allgatherv_c(in, agc[crank], MPI_DOUBLE, got, agc, agd, MPI_DOUBLE, comm));
+    same("MPI_Allgatherv_c", got, ref, outb);
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Iallgatherv_c(in, agc[crank], MPI_DOUBLE, got, agc, agd, MPI_DOUBLE, comm, &q));
+    complete(&q, BY_WAITALL);
+    same("MPI_Iallgatherv_c", got, ref, outb);
+    memcpy(ref, init, outb);
+    MPI_OK(PMPI_Alltoallv_c(in, sc, sd, MPI_DOUBLE, ref, rc, rd, MPI_DOUBLE, comm));
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Alltoallv_c(in, sc, sd, MPI_DOUBLE, got, rc, rd, MPI_DOUBLE, comm));
+    same("MPI_Alltoallv_c", got, ref, outb);
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Ialltoallv_c(in, sc, sd, MPI_DOUBLE, got, rc, rd, MPI_DOUBLE, comm, &q));
+    complete(&q, BY_TESTANY);
+    same("MPI_Ialltoallv_c", got, ref, outb);
+    free(ci); free(di); free(rci); free(rdi); free(agc); free(sc); free(rc); free(agd); free(sd);
+    free(rd); free(in); free(init); free(got); free(ref);
+}
+
+/* Negative displacements (MPI allows them: the blocks lie before the address
+ * passed), on the odd ranks only: for allgatherv's receive side and
+ * alltoallv's send side there, its receive side on the even ranks. Every rank
+ * must still take the same way (Weft), else the call would hang; results
+ * against PMPI_. */
+static void test_vector_negative(MPI_Comm comm)
+{
+    int csize, crank;
+    MPI_Comm_size(comm, &csize);
+    MPI_Comm_rank(comm, &crank);
+    const size_t p = (size_t)csize;
+    int *agc = xmalloc(4 * p), *agd = xmalloc(4 * p), *sc = xmalloc(4 * p), *sd = xmalloc(4 * p);
+    int *rc = xmalloc(4 * p), *rd = xmalloc(4 * p);
+    for (int r = 0; r < csize; r++) {
+        agc[r] = vcount_ag(9, r);
+        sc[r] = vcount_a2a(9, crank, r, 0);
+        rc[r] = vcount_a2a(9, r, crank, 0);
+    }
+    const int agspan = vlayout(csize, agc, 2, agd), sspan = vlayout(csize, sc, 1, sd),
+              rspan = vlayout(csize, rc, 3, rd);
+    /* the odd ranks pass the buffer's middle and displacements that much lower */
+    const int mid = crank % 2 ? imax(agspan, imax(sspan, rspan)) / 2 : 0;
+    /* MPICH 4.0.2's one-rank allgatherv ignores displs (see test_vector): 0 there */
+    for (int r = 0; r < csize; r++) agd[r] = csize > 1 ? agd[r] - mid : 0;
+    for (int r = 0; r < csize; r++) {
+        sd[r] -= mid;
+        rd[r] -= crank % 2 ? 0 : 5; /* the even ranks: receive side lower by 5 */
+    }
+    const int rlow = crank % 2 ? 0 : 5;
+    const size_t inb = 4u * ((size_t)imax(agc[crank], sspan) + (size_t)mid);
+    const size_t outb = 4u * ((size_t)imax(agspan, rspan) + (size_t)rlow + (size_t)mid);
+    char *in = xmalloc(inb), *init = xmalloc(outb), *got = xmalloc(outb), *ref = xmalloc(outb);
+    fill(in, inb, K_BYTES, 601);
+    fill(init, outb, K_BYTES, 602);
+    const size_t agoff = csize > 1 ? 4u * (size_t)mid : 0;
+    where = "vector forms, negative displacements";
+    memcpy(ref, init, outb);
+    MPI_OK(PMPI_Allgatherv(in, agc[crank], MPI_INT, ref + agoff, agc, agd, MPI_INT, comm));
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Allgatherv(in, agc[crank], MPI_INT, got + agoff, agc, agd, MPI_INT, comm));
+    same("allgatherv, negative displacements", got, ref, outb);
+    MPI_Request q;
+    memcpy(ref, init, outb);
+    MPI_OK(PMPI_Alltoallv(in + 4u * (size_t)mid, sc, sd, MPI_INT, ref + 4u * (size_t)rlow, rc, rd,
+                          MPI_INT, comm));
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Ialltoallv(in + 4u * (size_t)mid, sc, sd, MPI_INT, got + 4u * (size_t)rlow, rc, rd,
+                          MPI_INT, comm, &q));
+    complete(&q, BY_WAIT);
+    same("ialltoallv, negative displacements", got, ref, outb);
+    free(agc); free(agd); free(sc); free(sd); free(rc); free(rd);
+    free(in); free(init); free(got); free(ref);
+}
+
 /* Several nonblocking calls in flight at once on one communicator, completed
  * together by MPI_Waitall, and by MPI_Testany in whatever order they end. */
 static void test_many_inflight(MPI_Comm comm, int count, int seed)
@@ -713,18 +988,20 @@ static void test_waitany_order(MPI_Comm comm)
 
 static void usage(FILE *f, const char *prog)
 {
-    fprintf(f, "usage: %s [--quick] [--help] [--version]\n"
+    fprintf(f, "usage: %s [--quick] [--vector] [--help] [--version]\n"
                "Checks MPI's collectives (MPI_ names) against their PMPI_ entries bit for bit.\n"
-               "  --quick    fewer counts and communicator rounds\n", prog);
+               "  --quick    fewer counts and communicator rounds\n"
+               "  --vector   the vector forms (allgatherv, alltoallv) only\n", prog);
 }
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, vector_only = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0) { usage(stdout, argv[0]); return 0; }
         if (strcmp(argv[i], "--version") == 0) { printf("test_mpi_calls %s\n", VERSION); return 0; }
         if (strcmp(argv[i], "--quick") == 0) { quick = 1; continue; }
+        if (strcmp(argv[i], "--vector") == 0) { vector_only = 1; continue; }
         fprintf(stderr, "%s: unknown option '%s'\n", argv[0], argv[i]);
         usage(stderr, argv[0]);
         return 2;
@@ -744,49 +1021,72 @@ int main(int argc, char **argv)
     const int counts_quick[] = {17, 1001};
     const int *counts = quick ? counts_quick : counts_full;
     int ncounts = quick ? 2 : 6;
+    /* the vector forms' block lengths grow from base (-1: every block empty) */
+    const int vbases_full[] = {-1, 0, 1, 17, 1001, 20011};
+    const int vbases_quick[] = {-1, 1001};
+    const int *vbases = quick ? vbases_quick : vbases_full;
+    int nvbases = quick ? 2 : 6;
+    for (int i = 0; i < nvbases; i++) test_vector(MPI_COMM_WORLD, vbases[i], 20 + i);
+    test_vector_large_count(MPI_COMM_WORLD);
+    test_vector_negative(MPI_COMM_WORLD);
+    if (vector_only) { /* and on a duplicate, MPI_COMM_SELF, a split communicator */
+        MPI_Comm dup, half;
+        MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
+        MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half));
+        test_vector(dup, 33, 5);
+        test_vector(MPI_COMM_SELF, 5, 3);
+        test_vector(half, 7, 6);
+        MPI_OK(MPI_Comm_free(&half));
+        MPI_OK(MPI_Comm_free(&dup));
+        ncounts = 0;
+    }
     for (int i = 0; i < ncounts; i++) {
         test_reductions(MPI_COMM_WORLD, counts[i], i);
         test_movement(MPI_COMM_WORLD, counts[i], i);
     }
-    test_many_inflight(MPI_COMM_WORLD, 4099, 1);
-    test_many_open(MPI_COMM_WORLD);
-    test_array_completion(MPI_COMM_WORLD, 1001, 11, 1);
-    test_array_completion(MPI_COMM_WORLD, 17, 12, 0);
-    test_waitany_order(MPI_COMM_WORLD);
-    test_large_count(MPI_COMM_WORLD);
-    test_barrier(MPI_COMM_WORLD, 0);
-    test_barrier(MPI_COMM_WORLD, 1);
-    test_reductions(MPI_COMM_SELF, 5, 3);
-    test_movement(MPI_COMM_SELF, 5, 3);
-    /* communicators made and freed in a loop: split (reversed order), dup */
-    int rounds = quick ? 4 : 12;
-    for (int i = 0; i < rounds; i++) {
-        MPI_Comm half, dup;
-        MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half));
-        MPI_OK(MPI_Comm_dup(i % 2 ? half : MPI_COMM_WORLD, &dup));
-        int v = rank + i, s1 = 0, r1 = 0, s2 = 0, r2 = 0;
-        where = "split comm";
-        MPI_OK(MPI_Allreduce(&v, &s1, 1, MPI_INT, MPI_SUM, half));
-        MPI_OK(PMPI_Allreduce(&v, &r1, 1, MPI_INT, MPI_SUM, half));
-        same("allreduce on split", &s1, &r1, sizeof s1);
-        where = "dup comm";
-        MPI_Request rq;
-        MPI_OK(MPI_Iallreduce(&v, &s2, 1, MPI_INT, MPI_MAX, dup, &rq));
-        MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
-        MPI_OK(PMPI_Allreduce(&v, &r2, 1, MPI_INT, MPI_MAX, dup));
-        same("iallreduce on dup", &s2, &r2, sizeof s2);
-        if (i == 0) {
-            test_reductions(half, 33, 5);
-            test_movement(dup, 33, 5);
-        }
-        if (i == 1) { /* free with an operation in flight; wait afterwards */
-            MPI_OK(MPI_Ibcast(&v, 1, MPI_INT, 0, dup, &rq));
-            MPI_OK(MPI_Comm_free(&dup));
+    if (!vector_only) {
+        test_many_inflight(MPI_COMM_WORLD, 4099, 1);
+        test_many_open(MPI_COMM_WORLD);
+        test_array_completion(MPI_COMM_WORLD, 1001, 11, 1);
+        test_array_completion(MPI_COMM_WORLD, 17, 12, 0);
+        test_waitany_order(MPI_COMM_WORLD);
+        test_large_count(MPI_COMM_WORLD);
+        test_barrier(MPI_COMM_WORLD, 0);
+        test_barrier(MPI_COMM_WORLD, 1);
+        test_reductions(MPI_COMM_SELF, 5, 3);
+        test_movement(MPI_COMM_SELF, 5, 3);
+        test_vector(MPI_COMM_SELF, 5, 3);
+        /* communicators made and freed in a loop: split (reversed order), dup */
+        int rounds = quick ? 4 : 12;
+        for (int i = 0; i < rounds; i++) {
+            MPI_Comm half, dup;
+            MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, size - rank, &half));
+            MPI_OK(MPI_Comm_dup(i % 2 ? half : MPI_COMM_WORLD, &dup));
+            int v = rank + i, s1 = 0, r1 = 0, s2 = 0, r2 = 0;
+            where = "split comm";
+            MPI_OK(MPI_Allreduce(&v, &s1, 1, MPI_INT, MPI_SUM, half));
+            MPI_OK(PMPI_Allreduce(&v, &r1, 1, MPI_INT, MPI_SUM, half));
+            same("allreduce on split", &s1, &r1, sizeof s1);
+            where = "dup comm";
+            MPI_Request rq;
+            MPI_OK(MPI_Iallreduce(&v, &s2, 1, MPI_INT, MPI_MAX, dup, &rq));
             MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
-        } else {
-            MPI_OK(MPI_Comm_free(&dup));
+            MPI_OK(PMPI_Allreduce(&v, &r2, 1, MPI_INT, MPI_MAX, dup));
+            same("iallreduce on dup", &s2, &r2, sizeof s2);
+            if (i == 0) {
+                test_reductions(half, 33, 5);
+                test_movement(dup, 33, 5);
+                if (!quick) test_vector(dup, 33, 5);
+            }
+            if (i == 1) { /* free with an operation in flight; wait afterwards */
+                MPI_OK(MPI_Ibcast(&v, 1, MPI_INT, 0, dup, &rq));
+                MPI_OK(MPI_Comm_free(&dup));
+                MPI_OK(MPI_Wait(&rq, MPI_STATUS_IGNORE));
+            } else {
+                MPI_OK(MPI_Comm_free(&dup));
+            }
+            MPI_OK(MPI_Comm_free(&half));
         }
-        MPI_OK(MPI_Comm_free(&half));
     }
     int all = 0;
     where = "final";

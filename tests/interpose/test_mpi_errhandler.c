@@ -5,7 +5,8 @@
  * the library's hang watchdog gives up, not hang. Run only under
  * libweft-mpi.so with WEFT_TIMEOUT set (MPI alone would wait for ever, as the
  * program is erroneous on purpose); 2 ranks.
- * Also checks that an invalid root is reported as MPI reports it.
+ * Also checks that an invalid root and a negative count of a vector
+ * collective are reported as MPI reports them.
  * Exit 0 on success, 1 on failure, 2 on bad usage.
  */
 #include <stdio.h>
@@ -64,6 +65,25 @@ int main(int argc, char **argv)
     int s = 0;
     if (MPI_Allreduce(&v, &s, 1, MPI_INT, MPI_SUM, c) != MPI_SUCCESS || s != 2) {
         fprintf(stderr, "rank %d: MPI_Allreduce gave %d\n", rank, s);
+        errors++;
+    }
+    /* a negative count in a vector collective: MPI's own error (MPI_ERR_COUNT)
+     * through the handler, on every rank */
+    int cnts[2] = {1, -1}, dsps[2] = {0, 1}, out[2] = {0, 0};
+    handler_calls = 0;
+    rc = MPI_Allgatherv(&v, 1, MPI_INT, out, cnts, dsps, MPI_INT, c);
+    MPI_Error_class(rc, &cls);
+    if (rc == MPI_SUCCESS || cls != MPI_ERR_COUNT || handler_calls != 1) {
+        fprintf(stderr, "rank %d: MPI_Allgatherv with a negative count returned %d (class %d), "
+                        "handler ran %d times\n", rank, rc, cls, handler_calls);
+        errors++;
+    }
+    handler_calls = 0;
+    rc = MPI_Alltoallv(dsps, cnts, dsps, MPI_INT, out, cnts, dsps, MPI_INT, c);
+    MPI_Error_class(rc, &cls);
+    if (rc == MPI_SUCCESS || cls != MPI_ERR_COUNT || handler_calls != 1) {
+        fprintf(stderr, "rank %d: MPI_Alltoallv with a negative count returned %d (class %d), "
+                        "handler ran %d times\n", rank, rc, cls, handler_calls);
         errors++;
     }
     handler_calls = 0;
