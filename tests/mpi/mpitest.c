@@ -435,6 +435,28 @@ int mt_same_on_all(mt_ctx_t *t, const void *buf, size_t bytes, const char *what)
 
 double mt_elapsed(const mt_ctx_t *t) { return MPI_Wtime() - t->t0; }
 
+void *mt_xmalloc(mt_ctx_t *t, size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (!p) {
+        mt_error(t, "out of memory (%zu bytes)", bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(p, 0xa5, bytes ? bytes : 1);
+    return p;
+}
+
+int mt_call_done(mt_ctx_t *t, weft_status_t st, int nb, weft_request_t *req, const char *what)
+{
+    if (!MT_STATUS(t, st, WEFT_SUCCESS, what)) return 0;
+    if (nb) {
+        st = weft_wait(req);
+        if (!MT_STATUS(t, st, WEFT_SUCCESS, what)) return 0;
+        MT_CHECK(t, *req == WEFT_REQUEST_NULL, "%s: request not released", what);
+    }
+    return 1;
+}
+
 long mt_env_long(const char *name, long dflt)
 {
     const char *s = getenv(name);

@@ -134,6 +134,13 @@ double mt_eps(weft_datatype_t dt);
 /** Seconds since mt_init. */
 double mt_elapsed(const mt_ctx_t *t);
 
+/** malloc (bytes, at least 1) filled with 0xa5; out of memory aborts the job
+ * (the test cannot go on). */
+void *mt_xmalloc(mt_ctx_t *t, size_t bytes);
+/** A Weft call's status st checked as `what`; nb: then weft_wait(req), whose
+ * status is checked too and which must release the request. 1 if all passed. */
+int mt_call_done(mt_ctx_t *t, weft_status_t st, int nb, weft_request_t *req, const char *what);
+
 /**
  * Can a hierarchical algorithm run on t->comm: does it span at least two
  * nodes with as many ranks each? The nodes are found with MPI alone (groups of

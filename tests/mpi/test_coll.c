@@ -75,28 +75,7 @@ static void find_algos(mt_ctx_t *t)
     }
 }
 
-static void *xmalloc(mt_ctx_t *t, size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        mt_error(t, "out of memory (%zu bytes)", bytes);
-        MPI_Abort(MPI_COMM_WORLD, 1); /* the test itself cannot go on */
-    }
-    memset(p, 0xa5, bytes ? bytes : 1);
-    return p;
-}
 
-/* Blocking (nb = 0) or nonblocking (nb = 1) completion of a Weft call. */
-static int done(mt_ctx_t *t, weft_status_t st, int nb, weft_request_t *req, const char *what)
-{
-    if (!MT_STATUS(t, st, WEFT_SUCCESS, what)) return 0;
-    if (nb) {
-        st = weft_wait(req);
-        if (!MT_STATUS(t, st, WEFT_SUCCESS, what)) return 0;
-        MT_CHECK(t, *req == WEFT_REQUEST_NULL, "%s: request not released", what);
-    }
-    return 1;
-}
 
 static double rtol_of(weft_datatype_t dt) { return mt_dtype_is_float(dt) ? 1e-5 : 0.0; }
 
@@ -126,8 +105,8 @@ static void test_reduce_scatter(mt_ctx_t *t)
                     snprintf(what, sizeof what, "reduce_scatter %s %s n=%zu algo=%s mode=%d",
                              weft_datatype_name(dt), weft_op_name(op), n,
                              weft_algo_name(algo_at(WEFT_COLL_REDUCE_SCATTER, a)), mode);
-                    char *in = xmalloc(t, n * p * es), *out = xmalloc(t, n * p * es),
-                         *ref = xmalloc(t, n * es);
+                    char *in = mt_xmalloc(t, n * p * es), *out = mt_xmalloc(t, n * p * es),
+                         *ref = mt_xmalloc(t, n * es);
                     mt_fill(in, n * p, dt, op, t->rank, 11 + ci);
                     MPI_Reduce_scatter_block(in, ref, (int)n, mt_mpi_dtype(dt), mt_mpi_op(op),
                                              MPI_COMM_WORLD);
@@ -142,7 +121,7 @@ static void test_reduce_scatter(mt_ctx_t *t)
                     } else {
                         st = weft_reduce_scatter(in, out, n, dt, op, t->comm);
                     }
-                    if (done(t, st, mode == 1, &req, what)) mt_compare(t, out, ref, n, dt, rtol_of(dt), what);
+                    if (mt_call_done(t, st, mode == 1, &req, what)) mt_compare(t, out, ref, n, dt, rtol_of(dt), what);
                     free(in), free(out), free(ref);
                 }
     }
@@ -162,7 +141,7 @@ static void test_allgather(mt_ctx_t *t)
                 char what[128];
                 snprintf(what, sizeof what, "allgather %s n=%zu algo=%s mode=%d", weft_datatype_name(dt),
                          n, weft_algo_name(algo_at(WEFT_COLL_ALLGATHER, a)), mode);
-                char *in = xmalloc(t, n * es), *out = xmalloc(t, n * p * es), *ref = xmalloc(t, n * p * es);
+                char *in = mt_xmalloc(t, n * es), *out = mt_xmalloc(t, n * p * es), *ref = mt_xmalloc(t, n * p * es);
                 mt_fill(in, n, dt, WEFT_MAX, t->rank, 3 + ci);
                 MPI_Allgather(in, (int)n, mt_mpi_dtype(dt), ref, (int)n, mt_mpi_dtype(dt), MPI_COMM_WORLD);
                 weft_request_t req = WEFT_REQUEST_NULL;
@@ -175,7 +154,7 @@ static void test_allgather(mt_ctx_t *t)
                 } else {
                     st = weft_allgather(in, out, n, dt, t->comm);
                 }
-                if (done(t, st, mode == 1, &req, what)) mt_compare(t, out, ref, n * p, dt, 0.0, what);
+                if (mt_call_done(t, st, mode == 1, &req, what)) mt_compare(t, out, ref, n * p, dt, 0.0, what);
                 free(in), free(out), free(ref);
             }
     }
@@ -196,14 +175,14 @@ static void test_bcast(mt_ctx_t *t)
                     char what[128];
                     snprintf(what, sizeof what, "bcast %s n=%zu root=%d algo=%s nb=%d",
                              weft_datatype_name(dt), n, root, weft_algo_name(algo_at(WEFT_COLL_BCAST, a)), nb);
-                    char *buf = xmalloc(t, n * es), *ref = xmalloc(t, n * es);
+                    char *buf = mt_xmalloc(t, n * es), *ref = mt_xmalloc(t, n * es);
                     mt_fill(buf, n, dt, WEFT_BXOR, t->rank, 5 + ci);
                     memcpy(ref, buf, n * es);
                     MPI_Bcast(ref, (int)n, mt_mpi_dtype(dt), root, MPI_COMM_WORLD);
                     weft_request_t req = WEFT_REQUEST_NULL;
                     weft_status_t st = nb ? weft_ibcast(buf, n, dt, root, t->comm, &req)
                                           : weft_bcast(buf, n, dt, root, t->comm);
-                    if (done(t, st, nb, &req, what)) mt_compare(t, buf, ref, n, dt, 0.0, what);
+                    if (mt_call_done(t, st, nb, &req, what)) mt_compare(t, buf, ref, n, dt, 0.0, what);
                     free(buf), free(ref);
                 }
     }
@@ -226,7 +205,7 @@ static void test_reduce(mt_ctx_t *t)
                     snprintf(what, sizeof what, "reduce %s %s n=%zu root=%d algo=%s mode=%d",
                              weft_datatype_name(dt), weft_op_name(op), n, root,
                              weft_algo_name(algo_at(WEFT_COLL_REDUCE, a)), mode);
-                    char *in = xmalloc(t, n * es), *out = xmalloc(t, n * es), *ref = xmalloc(t, n * es);
+                    char *in = mt_xmalloc(t, n * es), *out = mt_xmalloc(t, n * es), *ref = mt_xmalloc(t, n * es);
                     mt_fill(in, n, dt, op, t->rank, 17 + ci);
                     MPI_Reduce(in, ref, (int)n, mt_mpi_dtype(dt), mt_mpi_op(op), root, MPI_COMM_WORLD);
                     if (op == WEFT_AVG && t->rank == root) avg_ref(ref, n, dt, t->size);
@@ -240,7 +219,7 @@ static void test_reduce(mt_ctx_t *t)
                     } else {
                         st = weft_reduce(in, t->rank == root ? out : NULL, n, dt, op, root, t->comm);
                     }
-                    if (done(t, st, mode == 1, &req, what) && t->rank == root)
+                    if (mt_call_done(t, st, mode == 1, &req, what) && t->rank == root)
                         mt_compare(t, out, ref, n, dt, rtol_of(dt), what);
                     free(in), free(out), free(ref);
                 }
@@ -260,7 +239,7 @@ static void test_alltoall(mt_ctx_t *t)
                 char what[128];
                 snprintf(what, sizeof what, "alltoall n=%zu algo=%s mode=%d", n,
                          weft_algo_name(algo_at(WEFT_COLL_ALLTOALL, a)), mode);
-                char *in = xmalloc(t, n * p * es), *out = xmalloc(t, n * p * es), *ref = xmalloc(t, n * p * es);
+                char *in = mt_xmalloc(t, n * p * es), *out = mt_xmalloc(t, n * p * es), *ref = mt_xmalloc(t, n * p * es);
                 mt_fill(in, n * p, dt, WEFT_MAX, t->rank, 23 + ci);
                 MPI_Alltoall(in, (int)n, MPI_INT64_T, ref, (int)n, MPI_INT64_T, MPI_COMM_WORLD);
                 weft_request_t req = WEFT_REQUEST_NULL;
@@ -273,7 +252,7 @@ static void test_alltoall(mt_ctx_t *t)
                 } else {
                     st = weft_alltoall(in, out, n, dt, t->comm);
                 }
-                if (done(t, st, mode == 1, &req, what)) mt_compare(t, out, ref, n * p, dt, 0.0, what);
+                if (mt_call_done(t, st, mode == 1, &req, what)) mt_compare(t, out, ref, n * p, dt, 0.0, what);
                 free(in), free(out), free(ref);
             }
     }
@@ -295,7 +274,7 @@ static void test_gather_scatter(mt_ctx_t *t)
                 size_t n = counts[ci], es = mt_dtype_size(dt);
                 int me_root = t->rank == root;
                 char what[128];
-                char *in = xmalloc(t, n * p * es), *out = xmalloc(t, n * p * es), *ref = xmalloc(t, n * p * es);
+                char *in = mt_xmalloc(t, n * p * es), *out = mt_xmalloc(t, n * p * es), *ref = mt_xmalloc(t, n * p * es);
                 weft_request_t req = WEFT_REQUEST_NULL;
                 weft_status_t st;
 
@@ -312,7 +291,7 @@ static void test_gather_scatter(mt_ctx_t *t)
                 } else {
                     st = weft_gather(in, me_root ? out : NULL, n, dt, root, t->comm);
                 }
-                if (done(t, st, mode == 1, &req, what) && me_root)
+                if (mt_call_done(t, st, mode == 1, &req, what) && me_root)
                     mt_compare(t, out, ref, n * p, dt, 0.0, what);
 
                 /* scatter */
@@ -322,12 +301,12 @@ static void test_gather_scatter(mt_ctx_t *t)
                 MPI_Scatter(in, (int)n, MPI_FLOAT, ref, (int)n, MPI_FLOAT, root, MPI_COMM_WORLD);
                 if (mode == 2 && me_root) {
                     st = weft_scatter(in, (void *)WEFT_IN_PLACE, n, dt, root, t->comm);
-                    if (done(t, st, 0, &req, what))
+                    if (mt_call_done(t, st, 0, &req, what))
                         mt_compare(t, in + (size_t)root * n * es, ref, n, dt, 0.0, what);
                 } else {
                     st = mode == 1 ? weft_iscatter(me_root ? in : NULL, out, n, dt, root, t->comm, &req)
                                    : weft_scatter(me_root ? in : NULL, out, n, dt, root, t->comm);
-                    if (done(t, st, mode == 1, &req, what)) mt_compare(t, out, ref, n, dt, 0.0, what);
+                    if (mt_call_done(t, st, mode == 1, &req, what)) mt_compare(t, out, ref, n, dt, 0.0, what);
                 }
                 free(in), free(out), free(ref);
             }
@@ -341,11 +320,11 @@ static void test_many_inflight(mt_ctx_t *t)
 {
     int p = t->size;
     enum { N = 4099 };
-    int *bc = xmalloc(t, N * sizeof(int)), *bc_ref = xmalloc(t, N * sizeof(int));
-    float *rs_in = xmalloc(t, (size_t)N * p * sizeof(float)), *rs_out = xmalloc(t, N * sizeof(float)),
-          *rs_ref = xmalloc(t, N * sizeof(float));
-    double *ag_in = xmalloc(t, N * sizeof(double)), *ag_out = xmalloc(t, (size_t)N * p * sizeof(double)),
-           *ag_ref = xmalloc(t, (size_t)N * p * sizeof(double));
+    int *bc = mt_xmalloc(t, N * sizeof(int)), *bc_ref = mt_xmalloc(t, N * sizeof(int));
+    float *rs_in = mt_xmalloc(t, (size_t)N * p * sizeof(float)), *rs_out = mt_xmalloc(t, N * sizeof(float)),
+          *rs_ref = mt_xmalloc(t, N * sizeof(float));
+    double *ag_in = mt_xmalloc(t, N * sizeof(double)), *ag_out = mt_xmalloc(t, (size_t)N * p * sizeof(double)),
+           *ag_ref = mt_xmalloc(t, (size_t)N * p * sizeof(double));
     mt_fill(bc, N, WEFT_INT32, WEFT_SUM, t->rank, 41);
     memcpy(bc_ref, bc, N * sizeof(int));
     mt_fill(rs_in, (size_t)N * p, WEFT_FLOAT32, WEFT_SUM, t->rank, 42);
@@ -385,7 +364,7 @@ static void test_barrier(mt_ctx_t *t)
         }
         weft_request_t req = WEFT_REQUEST_NULL;
         weft_status_t st = nb ? weft_ibarrier(t->comm, &req) : weft_barrier(t->comm);
-        if (done(t, st, nb, &req, nb ? "ibarrier" : "barrier") && t->size > 1)
+        if (mt_call_done(t, st, nb, &req, nb ? "ibarrier" : "barrier") && t->size > 1)
             MT_CHECK(t, MPI_Wtime() - t0 >= 0.1, "left the %s (%s) after %.3f s, before the late rank",
                      nb ? "ibarrier" : "barrier", weft_algo_name(a), MPI_Wtime() - t0);
     }

@@ -42,15 +42,6 @@ static int pat_len(int pat, int from, int to, int p)
     }
 }
 
-static void *xmalloc(mt_ctx_t *t, size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        mt_error(t, "out of memory (%zu bytes)", bytes);
-        MPI_Abort(MPI_COMM_WORLD, 1); /* the test itself cannot go on */
-    }
-    return p;
-}
 
 /* Displacements of n blocks of lengths len[]: reverse order, a gap of
  * `gap` elements before each block. Returns the extent in elements. */
@@ -65,16 +56,6 @@ static size_t layout(const int *len, int n, int gap, int *displ)
     return at + (size_t)gap;
 }
 
-static int done(mt_ctx_t *t, weft_status_t st, int nb, weft_request_t *req, const char *what)
-{
-    if (!MT_STATUS(t, st, WEFT_SUCCESS, what)) return 0;
-    if (nb) {
-        st = weft_wait(req);
-        if (!MT_STATUS(t, st, WEFT_SUCCESS, what)) return 0;
-        MT_CHECK(t, *req == WEFT_REQUEST_NULL, "%s: request not released", what);
-    }
-    return 1;
-}
 
 /* int arrays as the size_t arrays Weft takes */
 static void to_sizes(const int *a, size_t *s, int n)
@@ -86,8 +67,8 @@ static void to_sizes(const int *a, size_t *s, int n)
 static void test_allgatherv(mt_ctx_t *t)
 {
     const int p = t->size, me = t->rank;
-    int *len = xmalloc(t, sizeof(int) * p), *displ = xmalloc(t, sizeof(int) * p);
-    size_t *slen = xmalloc(t, sizeof(size_t) * p), *sdispl = xmalloc(t, sizeof(size_t) * p);
+    int *len = mt_xmalloc(t, sizeof(int) * p), *displ = mt_xmalloc(t, sizeof(int) * p);
+    size_t *slen = mt_xmalloc(t, sizeof(size_t) * p), *sdispl = mt_xmalloc(t, sizeof(size_t) * p);
     for (size_t d = 0; d < NDTS; d++)
         for (int pat = 0; pat < NPAT; pat++)
             for (int mode = 0; mode < 3; mode++) {
@@ -98,8 +79,8 @@ static void test_allgatherv(mt_ctx_t *t)
                 char what[128];
                 snprintf(what, sizeof what, "allgatherv %s pattern %d mode %d",
                          weft_datatype_name(dt), pat, mode);
-                char *in = xmalloc(t, (size_t)len[me] * es), *out = xmalloc(t, ext * es),
-                     *ref = xmalloc(t, ext * es);
+                char *in = mt_xmalloc(t, (size_t)len[me] * es), *out = mt_xmalloc(t, ext * es),
+                     *ref = mt_xmalloc(t, ext * es);
                 mt_fill(in, (size_t)len[me], dt, WEFT_MAX, me, 31 + (uint32_t)pat);
                 memset(ref, 0x5c, ext * es); /* the gaps: must stay so */
                 memset(out, 0x5c, ext * es);
@@ -111,7 +92,7 @@ static void test_allgatherv(mt_ctx_t *t)
                     mt_fill(ref + (size_t)displ[r] * es, (size_t)len[r], dt, WEFT_MAX, r,
                             31 + (uint32_t)pat);
                 if (p > 1) {
-                    char *mref = xmalloc(t, ext * es);
+                    char *mref = mt_xmalloc(t, ext * es);
                     memset(mref, 0x5c, ext * es);
                     MPI_Allgatherv(in, len[me], dts[d].mdt, mref, len, displ, dts[d].mdt,
                                    MPI_COMM_WORLD);
@@ -134,7 +115,7 @@ static void test_allgatherv(mt_ctx_t *t)
                 } else {
                     st = weft_allgatherv(in, (size_t)len[me], out, slen, sdispl, dt, t->comm);
                 }
-                if (done(t, st, mode == 1, &req, what))
+                if (mt_call_done(t, st, mode == 1, &req, what))
                     MT_CHECK(t, memcmp(out, ref, ext * es) == 0, "%s: differs from MPI_Allgatherv",
                              what);
                 free(in), free(out), free(ref);
@@ -145,9 +126,9 @@ static void test_allgatherv(mt_ctx_t *t)
 static void test_alltoallv(mt_ctx_t *t)
 {
     const int p = t->size, me = t->rank;
-    int *sl = xmalloc(t, sizeof(int) * p), *sd = xmalloc(t, sizeof(int) * p);
-    int *rl = xmalloc(t, sizeof(int) * p), *rd = xmalloc(t, sizeof(int) * p);
-    size_t *z = xmalloc(t, sizeof(size_t) * 4 * (size_t)p);
+    int *sl = mt_xmalloc(t, sizeof(int) * p), *sd = mt_xmalloc(t, sizeof(int) * p);
+    int *rl = mt_xmalloc(t, sizeof(int) * p), *rd = mt_xmalloc(t, sizeof(int) * p);
+    size_t *z = mt_xmalloc(t, sizeof(size_t) * 4 * (size_t)p);
     size_t *zsl = z, *zsd = z + p, *zrl = z + 2 * p, *zrd = z + 3 * p;
     for (size_t d = 0; d < NDTS; d++)
         for (int pat = 0; pat < NPAT; pat++)
@@ -164,8 +145,8 @@ static void test_alltoallv(mt_ctx_t *t)
                 char what[128];
                 snprintf(what, sizeof what, "alltoallv %s pattern %d mode %d",
                          weft_datatype_name(dt), pat, mode);
-                char *in = xmalloc(t, sext * es), *out = xmalloc(t, rext * es),
-                     *ref = xmalloc(t, rext * es);
+                char *in = mt_xmalloc(t, sext * es), *out = mt_xmalloc(t, rext * es),
+                     *ref = mt_xmalloc(t, rext * es);
                 mt_fill(in, sext, dt, WEFT_MAX, me, 47 + (uint32_t)pat);
                 memset(ref, 0x3a, rext * es);
                 memset(out, 0x3a, rext * es);
@@ -188,7 +169,7 @@ static void test_alltoallv(mt_ctx_t *t)
                         st = weft_alltoallv(in, zsl, zsd, out, zrl, zrd, dt, t->comm);
                     }
                 }
-                if (done(t, st, mode == 1, &req, what))
+                if (mt_call_done(t, st, mode == 1, &req, what))
                     MT_CHECK(t, memcmp(out, ref, rext * es) == 0, "%s: differs from MPI_Alltoallv",
                              what);
                 free(in), free(out), free(ref);
@@ -202,8 +183,8 @@ static void test_inflight(mt_ctx_t *t)
 {
     const int p = t->size, me = t->rank;
     enum { N = 2, B = 777 };
-    size_t *cnt = xmalloc(t, sizeof(size_t) * p), *dsp = xmalloc(t, sizeof(size_t) * p);
-    int *icnt = xmalloc(t, sizeof(int) * p), *idsp = xmalloc(t, sizeof(int) * p);
+    size_t *cnt = mt_xmalloc(t, sizeof(size_t) * p), *dsp = mt_xmalloc(t, sizeof(size_t) * p);
+    int *icnt = mt_xmalloc(t, sizeof(int) * p), *idsp = mt_xmalloc(t, sizeof(int) * p);
     for (int r = 0; r < p; r++) {
         icnt[r] = B + r;
         idsp[r] = r ? idsp[r - 1] + icnt[r - 1] : 0;
@@ -211,19 +192,19 @@ static void test_inflight(mt_ctx_t *t)
         dsp[r] = (size_t)idsp[r];
     }
     const size_t tot = (size_t)idsp[p - 1] + (size_t)icnt[p - 1];
-    float *gin[N], *gout[N], *aout[N], *ref = xmalloc(t, tot * sizeof(float));
-    float *ain = xmalloc(t, (size_t)p * cnt[me] * sizeof(float)), *aref = xmalloc(t, tot * sizeof(float));
+    float *gin[N], *gout[N], *aout[N], *ref = mt_xmalloc(t, tot * sizeof(float));
+    float *ain = mt_xmalloc(t, (size_t)p * cnt[me] * sizeof(float)), *aref = mt_xmalloc(t, tot * sizeof(float));
     weft_request_t req[2 * N];
     for (int k = 0; k < N; k++) {
-        gin[k] = xmalloc(t, cnt[me] * sizeof(float));
-        gout[k] = xmalloc(t, tot * sizeof(float));
-        aout[k] = xmalloc(t, tot * sizeof(float));
+        gin[k] = mt_xmalloc(t, cnt[me] * sizeof(float));
+        gout[k] = mt_xmalloc(t, tot * sizeof(float));
+        aout[k] = mt_xmalloc(t, tot * sizeof(float));
         mt_fill(gin[k], cnt[me], WEFT_FLOAT32, WEFT_MAX, me, 70 + (uint32_t)k);
     }
     /* alltoallv with every block of length cnt[r] for rank r both ways is
      * symmetric only when cnt is the same per peer: send cnt[me] to everyone */
-    size_t *same = xmalloc(t, sizeof(size_t) * p), *sdsp = xmalloc(t, sizeof(size_t) * p);
-    int *isame = xmalloc(t, sizeof(int) * p), *isdsp = xmalloc(t, sizeof(int) * p);
+    size_t *same = mt_xmalloc(t, sizeof(size_t) * p), *sdsp = mt_xmalloc(t, sizeof(size_t) * p);
+    int *isame = mt_xmalloc(t, sizeof(int) * p), *isdsp = mt_xmalloc(t, sizeof(int) * p);
     for (int r = 0; r < p; r++) {
         same[r] = cnt[me];
         sdsp[r] = (size_t)r * cnt[me];
@@ -253,7 +234,7 @@ static void test_inflight(mt_ctx_t *t)
 static void test_errors(mt_ctx_t *t)
 {
     const int p = t->size, me = t->rank;
-    size_t *c = xmalloc(t, sizeof(size_t) * p), *d = xmalloc(t, sizeof(size_t) * p);
+    size_t *c = mt_xmalloc(t, sizeof(size_t) * p), *d = mt_xmalloc(t, sizeof(size_t) * p);
     int x[8] = {0}, y[64] = {0};
     for (int r = 0; r < p; r++) c[r] = 1, d[r] = (size_t)r;
     MT_STATUS(t, weft_allgatherv(x, 1, y, NULL, d, WEFT_INT32, t->comm), WEFT_ERR_INVALID_ARG,
@@ -277,7 +258,7 @@ static void test_errors(mt_ctx_t *t)
     MT_STATUS(t, weft_alltoallv(x, c, d, y, NULL, d, WEFT_INT32, t->comm), WEFT_ERR_INVALID_ARG,
               "alltoallv NULL receive counts");
     c[me] = 2;
-    size_t *c1 = xmalloc(t, sizeof(size_t) * p);
+    size_t *c1 = mt_xmalloc(t, sizeof(size_t) * p);
     for (int r = 0; r < p; r++) c1[r] = 1;
     MT_STATUS(t, weft_alltoallv(x, c, d, y, c1, d, WEFT_INT32, t->comm), WEFT_ERR_INVALID_ARG,
               "alltoallv own block lengths differ");
@@ -335,10 +316,10 @@ static void test_stream_order(mt_ctx_t *t)
         weft_stream_destroy(s);
         return;
     }
-    size_t *cnt = xmalloc(t, sizeof(size_t) * p), *dsp = xmalloc(t, sizeof(size_t) * p);
+    size_t *cnt = mt_xmalloc(t, sizeof(size_t) * p), *dsp = mt_xmalloc(t, sizeof(size_t) * p);
     size_t tot = 0;
     for (int r = 0; r < p; r++) cnt[r] = 100 + 13 * (size_t)r, dsp[r] = tot, tot += cnt[r];
-    int32_t *in = xmalloc(t, sizeof(int32_t) * cnt[me] * p), *out = xmalloc(t, sizeof(int32_t) * tot);
+    int32_t *in = mt_xmalloc(t, sizeof(int32_t) * cnt[me] * p), *out = mt_xmalloc(t, sizeof(int32_t) * tot);
     for (int nb = 0; nb < 2; nb++) {
         /* allgatherv: rank r's block is base(r) + i */
         late_fill_t f = {in, cnt[me], 1000 * (me + 1) + nb};
@@ -356,7 +337,7 @@ static void test_stream_order(mt_ctx_t *t)
                 bad += out[dsp[r] + i] != 1000 * (r + 1) + nb + (int32_t)i;
         MT_CHECK(t, bad == 0, "allgatherv on a stream comm (nb %d): %ld wrong", nb, bad);
         /* alltoallv: cnt[me] elements to every rank, cnt[r] from rank r */
-        size_t *same = xmalloc(t, sizeof(size_t) * p), *sdsp = xmalloc(t, sizeof(size_t) * p);
+        size_t *same = mt_xmalloc(t, sizeof(size_t) * p), *sdsp = mt_xmalloc(t, sizeof(size_t) * p);
         for (int r = 0; r < p; r++) same[r] = cnt[me], sdsp[r] = (size_t)r * cnt[me];
         late_fill_t g = {in, cnt[me] * p, 5000 * (me + 1) + nb};
         memset(out, 0, sizeof(int32_t) * tot);
