@@ -54,12 +54,13 @@ FAMILIES = [
      "table, else the cost model). The nonblocking form returns at once; Weft's engine thread "
      "progresses the operation while the caller computes."),
     ("weft_collectives", "weft.h",
-     lambda n: re.match(r"weft_i?(reduce_scatter|allgather|bcast|reduce|alltoall|gather|"
+     lambda n: re.match(r"weft_i?(reduce_scatter|allgatherv?|bcast|reduce|alltoallv?|gather|"
                         r"scatter|barrier)$", n) is not None,
      "the other collectives: reduce_scatter, allgather, bcast, reduce, alltoall, gather, "
-     "scatter, barrier",
+     "scatter, barrier, and the vector forms allgatherv, alltoallv",
      "Host buffers. Each has a blocking form and a nonblocking one (prefix i) that returns a "
-     "request."),
+     "request. The vector forms take per-rank counts and displacements in elements (size_t), "
+     "read during the call only (doc/api.md)."),
     ("weft_send", "weft.h",
      lambda n: n in ("weft_send", "weft_isend", "weft_recv", "weft_irecv", "weft_sendrecv"),
      "point-to-point messages through Weft's engine",
