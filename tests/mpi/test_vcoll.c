@@ -6,7 +6,8 @@
  * gaps must come back untouched; blocking, nonblocking (two of each in
  * flight at once, their count arrays overwritten right after the call) and
  * in place; several datatypes; in stream order on a communicator bound to a
- * host stream; bad arguments refused with the documented
+ * host stream; bad arguments (and, under WEFT_CHECK_ARGS=1, totals that differ
+ * across ranks) refused with the documented
  * status, and the communicator still working after them. Runs under
  * mpiexec -n 1..4.
  */
@@ -278,6 +279,14 @@ static void test_errors(mt_ctx_t *t)
         for (int r = 0; r < p; r++)
             MT_CHECK(t, r == me || y[r] == 10 * r + me, "alltoallv in place: block %d is %d", r,
                      y[r]);
+    /* WEFT_CHECK_ARGS=1: ranks whose allgatherv totals differ all fail (no
+     * rank waits for a block its peer does not send). */
+    if (p > 1 && mt_env_long("WEFT_CHECK_ARGS", 0) == 1) {
+        for (int r = 0; r < p; r++) c[r] = 1, d[r] = (size_t)r + (r > 0);
+        c[0] = me == 0 ? 2 : 1;
+        MT_STATUS(t, weft_allgatherv(x, c[me], y, c, d, WEFT_INT32, t->comm), WEFT_ERR_INVALID_ARG,
+                  "allgatherv, totals differ across ranks (WEFT_CHECK_ARGS)");
+    }
     /* After the refusals the communicator still works. */
     for (int r = 0; r < p; r++) x[0] = 100 + me, c[r] = 1, d[r] = (size_t)r;
     if (MT_STATUS(t, weft_allgatherv(x, 1, y, c, d, WEFT_INT32, t->comm), WEFT_SUCCESS,
