@@ -1546,7 +1546,7 @@ static int v_bytes(int p, const void *counts, const void *displs, int large, siz
                                 : (MPI_Count)((const int *)counts)[r];
             MPI_Count d = large ? (MPI_Count)((const MPI_Aint *)displs)[r]
                                 : (MPI_Count)((const int *)displs)[r];
-            if (c < 0 || c > lim) return R_ARG;
+            if (c < 0 || c > lim || (c > 0 && (d > lim || d < -lim))) return R_ARG;
             if (pass == 0) {
                 if (c > 0 && d < lo) lo = d;
                 continue;
