@@ -1526,7 +1526,8 @@ void bench_busbw(weft_coll_t coll, size_t total_bytes, int ranks, double us, dou
     case WEFT_COLL_ALLREDUCE: factor = 2.0 * (n - 1) / n; break;
     case WEFT_COLL_REDUCE_SCATTER: case WEFT_COLL_ALLGATHER: case WEFT_COLL_ALLTOALL:
     case WEFT_COLL_GATHER: case WEFT_COLL_SCATTER: case WEFT_COLL_ALLGATHERV:
-    case WEFT_COLL_ALLTOALLV: factor = (n - 1) / n; break;
+    case WEFT_COLL_ALLTOALLV: case WEFT_COLL_GATHERV: case WEFT_COLL_SCATTERV:
+        factor = (n - 1) / n; break;
     case WEFT_COLL_BCAST: case WEFT_COLL_REDUCE: factor = 1.0; break;
     default: factor = NAN; break; /* the barrier moves no data */
     }

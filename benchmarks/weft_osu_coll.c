@@ -6,9 +6,9 @@
  *                              [-T TYPE] [-a ALGO] [--root R] [--csv FILE]
  *
  * NAME: reduce_scatter, allgather, bcast, reduce, alltoall, gather, scatter,
- * barrier, allgatherv, alltoallv (the vector forms with every block of the
- * same length at displacement rank x block, as OSU's osu_allgatherv and
- * osu_alltoallv run them). The thin programs weft_osu_<NAME> are this program with NAME
+ * barrier, allgatherv, alltoallv, gatherv, scatterv (the vector forms with
+ * every block of the same length at displacement rank x block, as OSU's
+ * osu_allgatherv, osu_alltoallv, osu_gatherv and osu_scatterv run them). The thin programs weft_osu_<NAME> are this program with NAME
  * built in (-DBENCH_COLL=...). Sizes are bytes per rank's block (the result
  * block of reduce_scatter, the contribution of allgather/gather/alltoall
  * blocks/scatter blocks) and the whole buffer for bcast/reduce; barrier
@@ -63,6 +63,10 @@ static const coll_desc_t colls[] = {
      "OSU MPI Allgatherv Latency Test", BENCH_FLOOR_COPY, P},
     {"alltoallv", WEFT_COLL_ALLTOALLV, "WEFT_ALLTOALLV_ALGO", P, P,
      "OSU MPI All-to-Allv Personalized Exchange Latency Test", BENCH_FLOOR_COPY, P},
+    {"gatherv", WEFT_COLL_GATHERV, "WEFT_GATHERV_ALGO", ONE, P, "OSU MPI Gatherv Latency Test",
+     BENCH_FLOOR_NONE, ONE},
+    {"scatterv", WEFT_COLL_SCATTERV, "WEFT_SCATTERV_ALGO", P, ONE, "OSU MPI Scatterv Latency Test",
+     BENCH_FLOOR_NONE, ONE},
 };
 #define NCOLLS (sizeof colls / sizeof colls[0])
 
@@ -140,6 +144,10 @@ static weft_status_t weft_call(state_t *s)
     case WEFT_COLL_ALLTOALLV:
         return weft_alltoallv(s->wsend, s->wcounts, s->wdispls, s->wrecv, s->wcounts, s->wdispls,
                               s->dt, comm);
+    case WEFT_COLL_GATHERV:
+        return weft_gatherv(s->wsend, n, s->wrecv, s->wcounts, s->wdispls, s->dt, s->root, comm);
+    case WEFT_COLL_SCATTERV:
+        return weft_scatterv(s->wsend, s->wcounts, s->wdispls, s->wrecv, n, s->dt, s->root, comm);
     default: return WEFT_ERR_INVALID_ARG;
     }
 }
@@ -163,6 +171,12 @@ static int mpi_call(state_t *s)
     case WEFT_COLL_ALLTOALLV:
         return MPI_Alltoallv(s->msend, s->mcounts, s->mdispls, s->mdt, s->mrecv, s->mcounts,
                              s->mdispls, s->mdt, comm);
+    case WEFT_COLL_GATHERV:
+        return MPI_Gatherv(s->msend, n, s->mdt, s->mrecv, s->mcounts, s->mdispls, s->mdt, s->root,
+                           comm);
+    case WEFT_COLL_SCATTERV:
+        return MPI_Scatterv(s->msend, s->mcounts, s->mdispls, s->mdt, s->mrecv, n, s->mdt, s->root,
+                            comm);
     default: return MPI_ERR_OTHER;
     }
 }
@@ -248,8 +262,9 @@ static long osu_check(void *ud, long iter)
         break;
     case WEFT_COLL_ALLGATHER:
     case WEFT_COLL_ALLGATHERV:
-    case WEFT_COLL_GATHER: /* block r: rank r's input */
-        if (s->c->coll == WEFT_COLL_GATHER && me != root) break;
+    case WEFT_COLL_GATHER:
+    case WEFT_COLL_GATHERV: /* block r: rank r's input */
+        if ((s->c->coll == WEFT_COLL_GATHER || s->c->coll == WEFT_COLL_GATHERV) && me != root) break;
         for (int r = 0; r < p; r++)
             for (size_t i = 0; i < n; i++)
                 bad += bench_get(rcv, (size_t)r * n + i, s->dt) != bench_value(i, bench_seed(r, iter), s->dt);
@@ -261,7 +276,8 @@ static long osu_check(void *ud, long iter)
                 bad += bench_get(rcv, (size_t)r * n + i, s->dt) !=
                        bench_value((size_t)me * n + i, bench_seed(r, iter), s->dt);
         break;
-    case WEFT_COLL_SCATTER: /* block `me` of the root's input */
+    case WEFT_COLL_SCATTER:
+    case WEFT_COLL_SCATTERV: /* block `me` of the root's input */
         for (size_t i = 0; i < n; i++)
             bad += bench_get(rcv, i, s->dt) != bench_value((size_t)me * n + i, bench_seed(root, iter), s->dt);
         break;
@@ -279,6 +295,7 @@ static size_t total_bytes(const coll_desc_t *c, size_t bytes, int p, int osu)
     case WEFT_COLL_REDUCE_SCATTER: return osu ? bytes : bytes * (size_t)p;
     case WEFT_COLL_ALLGATHER: case WEFT_COLL_ALLTOALL: case WEFT_COLL_GATHER:
     case WEFT_COLL_SCATTER: case WEFT_COLL_ALLGATHERV: case WEFT_COLL_ALLTOALLV:
+    case WEFT_COLL_GATHERV: case WEFT_COLL_SCATTERV:
         return bytes * (size_t)p;
     default: return bytes;
     }
@@ -355,9 +372,11 @@ int main(int argc, char **argv)
                          .what = "Latency of a Weft collective and of MPI's own in the same run "
                                  "(interleaved, median over rounds).",
                          .extra_usage = "  --coll NAME   reduce_scatter, allgather, bcast, reduce, alltoall, gather,\n"
-                                        "                scatter, barrier, allgatherv or alltoallv\n"
+                                        "                scatter, barrier, allgatherv, alltoallv, gatherv or\n"
+                                        "                scatterv\n"
                                         "  --root R, --root-rank R, -k R\n"
-                                        "                root of bcast/reduce/gather/scatter (default 0)\n",
+                                        "                root of bcast/reduce/gather/scatter/gatherv/scatterv\n"
+                                        "                (default 0)\n",
                          .extra = extra_opt,
                          .extra_ud = &e,
                          .osu = 1,

@@ -111,6 +111,7 @@ typedef enum weft_coll {
     WEFT_COLL_ALLREDUCE = 0, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_ALLGATHER,
     WEFT_COLL_BCAST, WEFT_COLL_REDUCE, WEFT_COLL_ALLTOALL, WEFT_COLL_GATHER,
     WEFT_COLL_SCATTER, WEFT_COLL_BARRIER, WEFT_COLL_ALLGATHERV, WEFT_COLL_ALLTOALLV,
+    WEFT_COLL_GATHERV, WEFT_COLL_SCATTERV,
     WEFT_COLL_COUNT
 } weft_coll_t;
 
@@ -423,6 +424,28 @@ WEFT_EXPORT weft_status_t weft_ialltoallv(const void *sendbuf, const size_t *sen
                                           const size_t *recvcounts, const size_t *rdispls,
                                           weft_datatype_t dtype, weft_comm_t comm,
                                           weft_request_t *req);
+/** gatherv: the root gets rank r's sendcount elements at displs[r] of
+ * recvbuf (recvcounts[r] == that rank's sendcount); recvbuf, recvcounts and
+ * displs are read at the root only (may be NULL elsewhere). In place at the
+ * root: sendbuf = WEFT_IN_PLACE, its block already at displs[root]. */
+WEFT_EXPORT weft_status_t weft_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                       const size_t *recvcounts, const size_t *displs,
+                                       weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                                        const size_t *recvcounts, const size_t *displs,
+                                        weft_datatype_t dtype, int root, weft_comm_t comm,
+                                        weft_request_t *req);
+/** scatterv: rank r gets sendcounts[r] elements from displs[r] of the root's
+ * sendbuf into recvbuf (recvcount == sendcounts[r]); sendbuf, sendcounts and
+ * displs are read at the root only. In place at the root: recvbuf =
+ * WEFT_IN_PLACE, its block stays in sendbuf. */
+WEFT_EXPORT weft_status_t weft_scatterv(const void *sendbuf, const size_t *sendcounts,
+                                        const size_t *displs, void *recvbuf, size_t recvcount,
+                                        weft_datatype_t dtype, int root, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_iscatterv(const void *sendbuf, const size_t *sendcounts,
+                                         const size_t *displs, void *recvbuf, size_t recvcount,
+                                         weft_datatype_t dtype, int root, weft_comm_t comm,
+                                         weft_request_t *req);
 WEFT_EXPORT weft_status_t weft_barrier(weft_comm_t comm);
 WEFT_EXPORT weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *req);
 

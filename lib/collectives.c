@@ -1,7 +1,7 @@
 /*
  * collectives.c - public entry points of every collective except allreduce
  * (reduce_scatter, allgather, bcast, reduce, alltoall, gather, scatter,
- * barrier, allgatherv, alltoallv) and of point-to-point send/recv/sendrecv. Each validates its
+ * barrier, allgatherv, alltoallv, gatherv, scatterv) and of point-to-point send/recv/sendrecv. Each validates its
  * arguments, resolves the in-place form, picks the algorithm (lib/select.c)
  * and issues an op through the engine (lib/op.c), as lib/allreduce.c does.
  *
@@ -375,8 +375,8 @@ static weft_status_t issue_v(weft__comm_t *c, const weft__coll_args_t *args, con
 {
     weft__op_t *op = NULL;
     const size_t es = weft__dtype_size(dtype);
-    weft_status_t st = build_coll(c, args, sendbuf, recvbuf, total, total * es, dtype, WEFT_SUM, -1,
-                                  &op);
+    weft_status_t st = build_coll(c, args, sendbuf, recvbuf, total, total * es, dtype, WEFT_SUM,
+                                  args->root, &op);
     if (st != WEFT_SUCCESS) {
         free(v);
         return st;
@@ -498,6 +498,106 @@ weft_status_t weft_ialltoallv(const void *sendbuf, const size_t *sendcounts, con
 {
     NB_PROLOGUE(req);
     return alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, comm, req);
+}
+
+/* gatherv and scatterv: the blocks' arrays at the root (v), this rank's own
+ * block of `own` elements everywhere. The root's layout is its alone: a
+ * rank refuses only what it can see (the root its arrays, every rank its own
+ * block), as MPI's erroneous arguments; WEFT_CHECK_ARGS=1 makes a refusal
+ * anywhere fail the call everywhere. */
+static weft_status_t rooted_v(const char *what, weft_coll_t coll, const void *sendbuf,
+                              void *recvbuf, const size_t *counts, const size_t *displs, size_t own,
+                              weft_datatype_t dtype, int root, weft_comm_t comm,
+                              weft_request_t *req)
+{
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const int p = c->size, me = c->rank;
+    const bool gather = coll == WEFT_COLL_GATHERV;
+    const size_t es = weft__dtype_size(dtype);
+    const weft__coll_args_t args = {coll, 0, dtype, -1, root};
+    REFUSE_IF(es == 0 ? WEFT_ERR_DATATYPE : WEFT_SUCCESS);
+    REFUSE_IF(check_rank(what, "root", root, c));
+    /* the side with one block (gather: send; scatter: receive) and the root's many */
+    const void *one = gather ? sendbuf : recvbuf;
+    void *many = gather ? recvbuf : (void *)sendbuf;
+    const bool in_place = one == WEFT_IN_PLACE;
+    weft__vblocks_t *v = NULL;
+    weft_status_t st = WEFT_SUCCESS;
+    if (me == root) {
+        v = v_alloc(p);
+        REFUSE_IF(v == NULL ? WEFT_ERR_NO_MEMORY : WEFT_SUCCESS);
+        size_t *len = gather ? v->recv_len : v->send_len, *off = gather ? v->recv_off : v->send_off;
+        size_t extent = 0, total = 0;
+        st = v_blocks(what, gather ? "receive" : "send", counts, displs, p, es, len, off, &extent,
+                      &total);
+        if (st == WEFT_SUCCESS && !in_place && own != counts[me]) {
+            WEFT__ERROR("%s: this rank's count %zu differs from the root's counts[%d] = %zu", what,
+                        own, me, counts[me]);
+            st = WEFT_ERR_INVALID_ARG;
+        }
+        if (st == WEFT_SUCCESS) {
+            if (in_place) own = counts[me];
+            if ((extent > 0 && many == NULL) || (!in_place && own > 0 && one == NULL)) {
+                WEFT__ERROR("%s: NULL buffer for a block that is not empty", what);
+                st = WEFT_ERR_INVALID_ARG;
+            }
+        }
+    } else if (in_place) {
+        WEFT__ERROR("%s: WEFT_IN_PLACE is for the root only (rank %d, root %d)", what, me, root);
+        st = WEFT_ERR_INVALID_ARG;
+    } else {
+        size_t bytes = 0;
+        st = weft__check_buffers(one, one, own, dtype, &bytes);
+    }
+    if (st != WEFT_SUCCESS) {
+        free(v);
+        return weft__coll_agree(c, st, &args);
+    }
+    if (me == root && in_place) { /* the own block, in the root's many-block buffer */
+        char *at = (char *)many + (gather ? v->recv_off[me] : v->send_off[me]);
+        if (gather) sendbuf = at;
+        else recvbuf = at;
+    }
+    if (me != root) { /* the root's side is not this rank's */
+        if (gather) recvbuf = NULL;
+        else sendbuf = NULL;
+    }
+    return issue_v(c, &args, sendbuf, recvbuf, own, dtype, v, req);
+}
+
+weft_status_t weft_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                           const size_t *recvcounts, const size_t *displs, weft_datatype_t dtype,
+                           int root, weft_comm_t comm)
+{
+    return rooted_v("gatherv", WEFT_COLL_GATHERV, sendbuf, recvbuf, recvcounts, displs, sendcount,
+                    dtype, root, comm, NULL);
+}
+
+weft_status_t weft_igatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
+                            const size_t *recvcounts, const size_t *displs, weft_datatype_t dtype,
+                            int root, weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return rooted_v("gatherv", WEFT_COLL_GATHERV, sendbuf, recvbuf, recvcounts, displs, sendcount,
+                    dtype, root, comm, req);
+}
+
+weft_status_t weft_scatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                            void *recvbuf, size_t recvcount, weft_datatype_t dtype, int root,
+                            weft_comm_t comm)
+{
+    return rooted_v("scatterv", WEFT_COLL_SCATTERV, sendbuf, recvbuf, sendcounts, displs,
+                    recvcount, dtype, root, comm, NULL);
+}
+
+weft_status_t weft_iscatterv(const void *sendbuf, const size_t *sendcounts, const size_t *displs,
+                             void *recvbuf, size_t recvcount, weft_datatype_t dtype, int root,
+                             weft_comm_t comm, weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return rooted_v("scatterv", WEFT_COLL_SCATTERV, sendbuf, recvbuf, sendcounts, displs,
+                    recvcount, dtype, root, comm, req);
 }
 
 /* ---- gather ----------------------------------------------------------------------------- */

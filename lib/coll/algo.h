@@ -32,6 +32,8 @@ typedef enum weft__opkind {
     WEFT__OP_BARRIER = WEFT_COLL_BARRIER,
     WEFT__OP_ALLGATHERV = WEFT_COLL_ALLGATHERV,
     WEFT__OP_ALLTOALLV = WEFT_COLL_ALLTOALLV,
+    WEFT__OP_GATHERV = WEFT_COLL_GATHERV,
+    WEFT__OP_SCATTERV = WEFT_COLL_SCATTERV,
     WEFT__OP_SEND = WEFT_COLL_COUNT,
     WEFT__OP_RECV,
     WEFT__OP_HALO,
@@ -116,7 +118,8 @@ struct weft__op {
     _Alignas(16) unsigned char priv[WEFT__PRIV_BYTES]; /* algorithm-private state */
 };
 
-/** The blocks of a vector collective (allgatherv, alltoallv), in bytes:
+/** The blocks of a vector collective (allgatherv, alltoallv; gatherv's
+ * receive and scatterv's send arrays at the root, none elsewhere), in bytes:
  * send_len[r] bytes at send_off[r] of sendbuf go to rank r, recv_len[r]
  * bytes from rank r land at recv_off[r] of recvbuf (allgatherv: the send
  * arrays are unused, its one block is op->sendbuf, recv_len[rank] bytes).

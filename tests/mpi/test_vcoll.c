@@ -1,5 +1,6 @@
 /*
- * test_vcoll.c - the vector collectives (allgatherv, alltoallv) compared
+ * test_vcoll.c - the vector collectives (allgatherv, alltoallv, gatherv,
+ * scatterv) compared
  * with MPI's own on MPI_COMM_WORLD (allgatherv also with a reference built
  * locally): blocks of uneven length (empty ones
  * among them) at displacements with gaps and in reverse rank order, whose
@@ -178,6 +179,94 @@ static void test_alltoallv(mt_ctx_t *t)
     free(sl), free(sd), free(rl), free(rd), free(z);
 }
 
+/* gatherv and scatterv at every root in turn (mode 0 blocking, 1 nonblocking,
+ * 2 in place at the root): every rank's data is known everywhere (mt_fill
+ * of its rank), so the references are built locally; MPI_Gatherv and
+ * MPI_Scatterv check them on more than one rank. */
+static void test_rooted(mt_ctx_t *t)
+{
+    const int p = t->size, me = t->rank;
+    int *len = mt_xmalloc(t, sizeof(int) * p), *displ = mt_xmalloc(t, sizeof(int) * p);
+    size_t *zl = mt_xmalloc(t, sizeof(size_t) * p), *zd = mt_xmalloc(t, sizeof(size_t) * p);
+    for (size_t d = 0; d < NDTS; d++)
+        for (int pat = 0; pat < NPAT; pat++)
+            for (int mode = 0; mode < 3; mode++) {
+                const int root = (int)(d + (size_t)pat + (size_t)mode) % p;
+                const weft_datatype_t dt = dts[d].dt;
+                const size_t es = mt_dtype_size(dt);
+                for (int r = 0; r < p; r++) len[r] = pat_len(pat, r, root, p);
+                const size_t ext = layout(len, p, 2 + pat, displ);
+                to_sizes(len, zl, p);
+                to_sizes(displ, zd, p);
+                const uint32_t salt = 80 + (uint32_t)(pat + 4 * (int)d);
+                char what[128];
+                /* gatherv: rank r's block is mt_fill(len[r], r) */
+                snprintf(what, sizeof what, "gatherv %s pattern %d mode %d root %d",
+                         weft_datatype_name(dt), pat, mode, root);
+                char *in = mt_xmalloc(t, (size_t)len[me] * es), *out = mt_xmalloc(t, ext * es);
+                char *ref = mt_xmalloc(t, ext * es);
+                mt_fill(in, (size_t)len[me], dt, WEFT_MAX, me, salt);
+                memset(out, 0x6b, ext * es);
+                memset(ref, 0x6b, ext * es);
+                for (int r = 0; r < p; r++)
+                    mt_fill(ref + (size_t)displ[r] * es, (size_t)len[r], dt, WEFT_MAX, r, salt);
+                weft_request_t req = WEFT_REQUEST_NULL;
+                weft_status_t st;
+                const int at_root = me == root;
+                if (mode == 2 && at_root) {
+                    memcpy(out + (size_t)displ[me] * es, in, (size_t)len[me] * es);
+                    st = weft_gatherv(WEFT_IN_PLACE, 0, out, zl, zd, dt, root, t->comm);
+                } else if (mode == 1) {
+                    st = weft_igatherv(in, (size_t)len[me], at_root ? out : NULL, at_root ? zl : NULL,
+                                       at_root ? zd : NULL, dt, root, t->comm, &req);
+                } else {
+                    st = weft_gatherv(in, (size_t)len[me], out, zl, zd, dt, root, t->comm);
+                }
+                if (mt_call_done(t, st, mode == 1, &req, what) && at_root)
+                    MT_CHECK(t, memcmp(out, ref, ext * es) == 0, "%s: wrong", what);
+                if (p > 1) {
+                    char *mref = mt_xmalloc(t, ext * es);
+                    memset(mref, 0x6b, ext * es);
+                    MPI_Gatherv(in, len[me], dts[d].mdt, mref, len, displ, dts[d].mdt, root,
+                                MPI_COMM_WORLD);
+                    if (at_root)
+                        MT_CHECK(t, memcmp(mref, ref, ext * es) == 0,
+                                 "%s: MPI_Gatherv differs from the local reference", what);
+                    free(mref);
+                }
+                free(in), free(out), free(ref);
+                /* scatterv: the root's buffer is mt_fill(ext, root) */
+                snprintf(what, sizeof what, "scatterv %s pattern %d mode %d root %d",
+                         weft_datatype_name(dt), pat, mode, root);
+                char *all = mt_xmalloc(t, ext * es), *mine = mt_xmalloc(t, (size_t)len[me] * es);
+                mt_fill(all, ext, dt, WEFT_MAX, root, salt + 1);
+                memset(mine, 0x6b, (size_t)len[me] * es);
+                if (mode == 2 && at_root) {
+                    st = weft_scatterv(all, zl, zd, (void *)WEFT_IN_PLACE, 0, dt, root, t->comm);
+                    memcpy(mine, all + (size_t)displ[me] * es, (size_t)len[me] * es);
+                } else if (mode == 1) {
+                    st = weft_iscatterv(at_root ? all : NULL, at_root ? zl : NULL,
+                                        at_root ? zd : NULL, mine, (size_t)len[me], dt, root,
+                                        t->comm, &req);
+                } else {
+                    st = weft_scatterv(all, zl, zd, mine, (size_t)len[me], dt, root, t->comm);
+                }
+                if (mt_call_done(t, st, mode == 1, &req, what))
+                    MT_CHECK(t, memcmp(mine, all + (size_t)displ[me] * es, (size_t)len[me] * es) == 0,
+                             "%s: wrong", what);
+                if (p > 1) {
+                    char *mmine = mt_xmalloc(t, (size_t)len[me] * es);
+                    MPI_Scatterv(all, len, displ, dts[d].mdt, mmine, len[me], dts[d].mdt, root,
+                                 MPI_COMM_WORLD);
+                    MT_CHECK(t, memcmp(mmine, all + (size_t)displ[me] * es, (size_t)len[me] * es) == 0,
+                             "%s: MPI_Scatterv differs from the local reference", what);
+                    free(mmine);
+                }
+                free(all), free(mine);
+            }
+    free(len), free(displ), free(zl), free(zd);
+}
+
 /* An allgatherv and an alltoallv each twice in flight at once, waited on in
  * reverse order. */
 static void test_inflight(mt_ctx_t *t)
@@ -279,6 +368,26 @@ static void test_errors(mt_ctx_t *t)
         for (int r = 0; r < p; r++)
             MT_CHECK(t, r == me || y[r] == 10 * r + me, "alltoallv in place: block %d is %d", r,
                      y[r]);
+    MT_STATUS(t, weft_gatherv(x, 1, y, c, d, WEFT_INT32, p, t->comm), WEFT_ERR_INVALID_ARG,
+              "gatherv root out of range");
+    MT_STATUS(t, weft_scatterv(x, c, d, y, 1, WEFT_INT32, -1, t->comm), WEFT_ERR_INVALID_ARG,
+              "scatterv root out of range");
+    MT_STATUS(t, weft_igatherv(x, 1, y, c, d, WEFT_INT32, 0, t->comm, NULL), WEFT_ERR_INVALID_ARG,
+              "igatherv NULL request");
+    MT_STATUS(t, weft_gatherv(x, 1, y, c, d, (weft_datatype_t)99, 0, t->comm), WEFT_ERR_DATATYPE,
+              "gatherv datatype");
+    if (p > 1) { /* WEFT_IN_PLACE off the root, on every rank that is not root 0 */
+        const int root = me == 0 ? 1 : 0;
+        MT_STATUS(t, weft_gatherv(WEFT_IN_PLACE, 1, y, c, d, WEFT_INT32, root, t->comm),
+                  WEFT_ERR_INVALID_ARG, "gatherv in place off the root");
+        MT_STATUS(t, weft_scatterv(x, c, d, (void *)WEFT_IN_PLACE, 1, WEFT_INT32, root, t->comm),
+                  WEFT_ERR_INVALID_ARG, "scatterv in place off the root");
+    }
+    for (int r = 0; r < p; r++) c[r] = 1, d[r] = (size_t)r;
+    MT_STATUS(t, weft_gatherv(x, 1, y, NULL, NULL, WEFT_INT32, me, t->comm), WEFT_ERR_INVALID_ARG,
+              "gatherv NULL counts at the root (every rank its own root: each refuses alone)");
+    MT_STATUS(t, weft_scatterv(x, c, d, y, 3, WEFT_INT32, me, t->comm), WEFT_ERR_INVALID_ARG,
+              "scatterv recvcount differs from the root's sendcounts[root]");
     /* WEFT_CHECK_ARGS=1: ranks whose allgatherv totals differ all fail (no
      * rank waits for a block its peer does not send). */
     if (p > 1 && mt_env_long("WEFT_CHECK_ARGS", 0) == 1) {
@@ -376,6 +485,7 @@ int main(int argc, char **argv)
     test_errors(&t);
     test_allgatherv(&t);
     test_alltoallv(&t);
+    test_rooted(&t);
     test_inflight(&t);
     test_stream_order(&t);
     mt_info(&t, "test_vcoll: %.2f s", mt_elapsed(&t));
