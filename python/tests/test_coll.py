@@ -592,3 +592,211 @@ def test_v_bad_input_raises(comm):
     assert [(n, s) for n, s, _ in got] == [(n, w) for n, w, _ in cases]
     assert comm.algorithm("allgatherv", 100) == "ring"
     assert comm.algorithm("alltoallv", 100) == "pairwise"
+
+
+# ---- rooted vector collectives (gatherv, scatterv) ---------------------------------
+def rv_count(q, root):
+    # rank q's block when `root` is the root: 3, 0, 2, 4 shifted by the root,
+    # so that the zero falls on another rank (the root included) each time
+    return agv_count((q + root) % 4)
+
+
+def rv_block(q, root):
+    return np.arange(rv_count(q, root)) + 10.0 * q + root + 1
+
+
+@pytest.mark.parametrize("wd,npt", DTYPES, ids=[weft.datatype_name(d) for d, _ in DTYPES])
+def test_gatherv_scatterv(comm, wd, npt):
+    p, r = comm.size, comm.rank
+    dt = pass_dtype(wd)
+    got = []  # (name, have, want): asserted after every rank's calls
+    for root in range(p):
+        me = r == root
+        counts = [rv_count(q, root) for q in range(p)]
+        blocks = [rv_block(q, root) for q in range(p)]
+        mine = to_storage(blocks[r], wd, npt)
+        displs, length = gapped_displs(counts, [(q + root) % p for q in range(p)])
+        ref = placed(blocks, displs, length)
+        # gatherv: default displacements, blocking; the other ranks pass
+        # neither recvbuf nor counts
+        out = to_storage(np.full(sum(counts), SENTINEL), wd, npt) if me else None
+        ret = comm.gatherv(mine, out, counts if me else None, root=root, dtype=dt)
+        # explicit displacements with gaps, counts and displs as numpy arrays
+        # (the other ranks pass them too: ignored there); nonblocking
+        gap = to_storage(np.full(length, SENTINEL), wd, npt) if me else None
+        req = comm.igatherv(mine, gap, np.array(counts, np.int64), np.array(displs),
+                            root=root, dtype=dt)
+        gret = req.wait()
+        # in place at the root: its block already at displs[root]
+        own = [blocks[q] if q == r else [] for q in range(p)]
+        inpl = to_storage(placed(own, displs, length), wd, npt) if me else None
+        comm.gatherv(weft.IN_PLACE if me else mine, inpl, counts, displs, root=root, dtype=dt)
+        inpl2 = to_storage(placed(own, displs, length), wd, npt) if me else None
+        comm.igatherv(weft.IN_PLACE if me else mine, inpl2, counts, displs, root,
+                      dt).wait()
+        if me:
+            got.append(("gatherv returns recvbuf", ret is out and gret is gap, True))
+            got.append(("gatherv", to_values(out, wd), np.concatenate(blocks)))
+            got.append(("igatherv gaps", to_values(gap, wd), ref))
+            got.append(("gatherv in place", to_values(inpl, wd), ref))
+            got.append(("igatherv in place", to_values(inpl2, wd), ref))
+        else:
+            got.append(("gatherv returns None", ret is None and gret is None, True))
+        got.append(("gatherv sendbuf untouched", mine, to_storage(blocks[r], wd, npt)))
+
+        # scatterv: default displacements, blocking
+        full = to_storage(np.concatenate(blocks), wd, npt) if me else None
+        sout = to_storage(np.full(counts[r], SENTINEL), wd, npt)
+        ret = comm.scatterv(full, counts if me else None, sout, root=root, dtype=dt)
+        # gaps in the root's sendbuf hold values that must not travel; nonblocking
+        if me:
+            gsend = placed(blocks, displs, length)
+            gsend[gsend == SENTINEL] = 7
+            gsend = to_storage(gsend, wd, npt)
+        else:
+            gsend = None
+        gout = to_storage(np.full(counts[r], SENTINEL), wd, npt)
+        sret = comm.iscatterv(gsend, tuple(counts) if me else None, gout,
+                              np.array(displs) if me else None, root=root, dtype=dt).wait()
+        # in place at the root: its block stays in sendbuf
+        iout = weft.IN_PLACE if me else to_storage(np.full(counts[r], SENTINEL), wd, npt)
+        comm.iscatterv(gsend, counts, iout, displs, root=root, dtype=dt).wait()
+        iout2 = weft.IN_PLACE if me else to_storage(np.full(counts[r], SENTINEL), wd, npt)
+        comm.scatterv(gsend, counts, iout2, displs, root, dt)
+        got.append(("scatterv returns recvbuf", ret is sout and sret is gout, True))
+        got.append(("scatterv", to_values(sout, wd), blocks[r]))
+        got.append(("iscatterv gaps", to_values(gout, wd), blocks[r]))
+        if me:
+            gref = placed(blocks, displs, length)
+            gref[gref == SENTINEL] = 7
+            got.append(("scatterv sendbuf untouched", to_values(gsend, wd), gref))
+            got.append(("scatterv sendbuf untouched (default displs)", to_values(full, wd),
+                        np.concatenate(blocks)))
+        else:
+            got.append(("iscatterv in place", to_values(iout, wd), blocks[r]))
+            got.append(("scatterv in place", to_values(iout2, wd), blocks[r]))
+    for name, have, want in got:
+        np.testing.assert_array_equal(have, want, err_msg=name)
+
+
+def test_rooted_v_types_without_weft_datatype(comm):
+    """gatherv and scatterv of arrays Weft has no datatype for (complex64,
+    bool, records) move their bytes; counts and displacements stay in the
+    array's elements."""
+    p, r = comm.size, comm.rank
+    got = []
+    for root in range(p):
+        me = r == root
+        counts = [rv_count(q, root) for q in range(p)]
+        blocks = [(rv_block(q, root) + 1j * q).astype(np.complex64) for q in range(p)]
+        displs, length = gapped_displs(counts, list(reversed(range(p))))
+        ref = np.full(length, SENTINEL + 1j, np.complex64)
+        for q in range(p):
+            ref[displs[q]:displs[q] + counts[q]] = blocks[q]
+        out = np.full(length, SENTINEL + 1j, np.complex64) if me else None
+        comm.igatherv(blocks[r], out, counts, displs, root=root).wait()
+        if me:
+            inpl = np.full(length, SENTINEL + 1j, np.complex64)
+            inpl[displs[r]:displs[r] + counts[r]] = blocks[r]
+            comm.gatherv(weft.IN_PLACE, inpl, counts, displs, root=root)
+            got += [("complex64 gatherv", out, ref), ("complex64 gatherv in place", inpl, ref)]
+        else:
+            comm.gatherv(blocks[r], root=root)
+        # scatterv of complex64 from the gapped buffer (2-D at the root: counts
+        # in elements of the flattened array)
+        send = ref.copy().reshape(1, length) if me else None
+        recv = np.full(counts[r], -1j, np.complex64)
+        comm.scatterv(send, counts, recv, displs, root=root)
+        got.append(("complex64 scatterv", recv, blocks[r]))
+        # bool in place at the root, records to every rank
+        flags = np.arange(p) < root if me else None  # rank q gets root > q
+        fl = weft.IN_PLACE if me else np.zeros(1, bool)
+        comm.iscatterv(flags, [1] * p, fl, root=root).wait()
+        if not me:
+            got.append(("bool scatterv", fl, [root > r]))
+        rec = np.zeros(2 * p, dtype=[("a", "i4"), ("b", "f8")]) if me else None
+        if me:
+            rec["a"], rec["b"] = np.arange(2 * p), np.arange(2 * p) / 2
+        mine = np.zeros(1, dtype=[("a", "i4"), ("b", "f8")])
+        comm.scatterv(rec, [1] * p if me else None, mine, [2 * q + 1 for q in range(p)], root)
+        got.append(("records scatterv", (mine["a"][0], mine["b"][0]), (2 * r + 1, r + 0.5)))
+    for name, have, want in got:
+        np.testing.assert_array_equal(have, want, err_msg=name)
+
+
+def test_rooted_v_bad_input_raises(comm):
+    """Arguments the Python layer refuses before calling Weft. The root alone
+    checks the lists (as in MPI): in the root-only cases the other ranks pass
+    IN_PLACE, which is for the root only, so that every rank refuses its call
+    and none is left in a collective."""
+    p, r = comm.size, comm.rank
+    root = p - 1
+    me = r == root
+    f32 = np.zeros(4, np.float32)
+    buf = np.zeros(4 * p, np.float32)
+    ones = [1] * p
+
+    def gv(*a, **k):  # a gatherv refused at the root by (a, k), elsewhere by IN_PLACE
+        if not me:
+            return lambda: comm.gatherv(weft.IN_PLACE, root=root)
+        return lambda: comm.gatherv(*a, root=root, **k)
+
+    def sv(*a, **k):  # the same for iscatterv
+        if not me:
+            return lambda: comm.iscatterv(None, None, weft.IN_PLACE, root=root)
+        return lambda: comm.iscatterv(*a, root=root, **k)
+
+    inv = weft.ERR_INVALID_ARG
+    dty = weft.ERR_DATATYPE if me else inv  # a dtype mismatch seen at the root
+    cases = [
+        # every rank
+        ("root out of range", inv, lambda: comm.gatherv(f32[:1], buf, ones, root=p)),
+        ("negative root", inv, lambda: comm.iscatterv(buf, ones, f32[:1], root=-1)),
+        ("read-only recvbuf", inv,
+         lambda: comm.scatterv(buf if me else None, ones, bytes(4), root=root,
+                               dtype=weft.FLOAT32)),
+        # the root
+        ("gatherv recvbuf None", inv, gv(f32[:1], None, ones)),
+        ("gatherv counts None", inv, gv(f32[:1], buf, None)),
+        ("gatherv counts too short", inv, gv(f32[:1], buf, ones[:-1])),
+        ("gatherv negative count", inv, gv(f32[:1], buf, [1] * (p - 1) + [-1])),
+        ("gatherv float count", inv, gv(f32[:1], buf, [1.0] * p)),
+        ("gatherv displs too long", inv, gv(f32[:1], buf, ones, list(range(p + 1)))),
+        ("gatherv recvbuf too small", inv, gv(f32[:1], buf[:p - 1], ones)),
+        ("gatherv block past the end", inv,
+         gv(f32[:1], buf, ones, [4 * p - q for q in range(p)])),
+        ("gatherv sendbuf not counts[root]", inv, gv(f32[:2], buf, ones)),
+        ("gatherv dtypes differ", dty, gv(np.zeros(1, np.float64), buf, ones)),
+        ("gatherv bytes and complex64", dty,
+         gv(np.zeros(8, np.uint8), np.zeros(p, np.complex64), ones)),
+        ("gatherv read-only recvbuf", inv, gv(f32[:1], bytes(4 * p), ones, dtype=weft.FLOAT32)),
+        ("scatterv sendbuf None", inv, sv(None, ones, f32[:1])),
+        ("scatterv counts None", inv, sv(buf, None, f32[:1])),
+        ("scatterv counts too long", inv, sv(buf, ones + [1], f32[:1])),
+        ("scatterv negative displ", inv, sv(buf, ones, f32[:1], [-1] * p)),
+        ("scatterv sendbuf too small", inv, sv(buf[:p - 1], ones, f32[:1])),
+        ("scatterv block past the end", inv, sv(buf, ones, f32[:1], [4 * p] * p)),
+        ("scatterv recvbuf not counts[root]", inv, sv(buf, ones, f32[:2])),
+        ("scatterv dtypes differ", dty, sv(buf, ones, np.zeros(1, np.int32))),
+        ("scatterv complex64 and complex128", dty,
+         sv(np.zeros(p, np.complex64), ones, np.zeros(1, np.complex128))),
+    ]
+    if p > 1:
+        cases.append(("gatherv recv blocks overlap", inv,
+                      gv(f32[:2], buf, [2] * p, [q for q in range(p)])))
+    got = []
+    for name, want, fn in cases:
+        try:
+            fn()
+            got.append((name, None))
+        except weft.WeftError as e:
+            got.append((name, e.status))
+    # the communicator is still in step
+    out = np.zeros(p, np.int32) if me else None
+    comm.gatherv(np.array([r], np.int32), out, ones, root=root)
+    back = np.zeros(1, np.int32)
+    comm.scatterv(out, ones, back, root=root)
+    assert got == [(n, w) for n, w, _ in cases]
+    assert back[0] == r
+    assert comm.algorithm("gatherv", 100) == "linear"
+    assert comm.algorithm("scatterv", 100) == "linear"

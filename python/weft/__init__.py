@@ -46,7 +46,8 @@ from ._bootstrap import init_with_store  # worlds started without an MPI launche
 __version__ = "0.1.0"
 
 #: Pass as the send buffer for the in-place forms (allgather, allgatherv,
-#: alltoallv, reduce at the root, gather at the root, scatter at the root).
+#: alltoallv, reduce at the root, gather and gatherv at the root), as the
+#: receive buffer of scatter and scatterv at the root.
 IN_PLACE = type("InPlace", (), {"__repr__": lambda self: "weft.IN_PLACE"})()
 #: Color of a rank that joins no communicator in Comm.split.
 UNDEFINED = -1
@@ -55,7 +56,8 @@ _TRANSPORTS = {None: 0, "default": 0, "mpi": 1, "ucx": 2, 0: 0, 1: 1, 2: 2}
 
 # in the order of weft_coll_t
 _COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
-                "gather", "scatter", "barrier", "allgatherv", "alltoallv")
+                "gather", "scatter", "barrier", "allgatherv", "alltoallv", "gatherv",
+                "scatterv")
 _byref = ctypes.byref
 _c_request = _lib.c_request
 _c_allreduce = _lib.weft_allreduce
@@ -191,10 +193,11 @@ def _resolve_moved_scaled(obj, what, writable, dtype, dev):
 
 def _resolve_moved(obj, what, writable, dtype, dev):
     """_resolve for calls that only move data (bcast, allgather, alltoall,
-    gather, scatter, send, recv, allgatherv, alltoallv): an array whose type
-    Weft has no datatype for (complex, bool, big-endian, float8, records, ...)
-    moves as its bytes, which arrive as they left. Counts are then in bytes on
-    both sides (the v-forms scale the element counts they are given)."""
+    gather, scatter, send, recv, allgatherv, alltoallv, gatherv, scatterv): an
+    array whose type Weft has no datatype for (complex, bool, big-endian,
+    float8, records, ...) moves as its bytes, which arrive as they left.
+    Counts are then in bytes on both sides (the v-forms scale the element
+    counts they are given)."""
     return _resolve_moved_scaled(obj, what, writable, dtype, dev)[0]
 
 
@@ -380,10 +383,10 @@ class Comm:
     def algorithm(self, collective, count, dtype=FLOAT32):
         """The algorithm Weft would run for `collective` ("allreduce",
         "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
-        "gather", "scatter", "barrier", "allgatherv", "alltoallv") of
-        `count` elements (a v-form: the whole vector) of `dtype` on this
-        communicator: its name ("ring", "shm", ...), as weft_query_algo and
-        weft-info give it. Any thread."""
+        "gather", "scatter", "barrier", "allgatherv", "alltoallv", "gatherv",
+        "scatterv") of `count` elements (a v-form: the whole vector) of
+        `dtype` on this communicator: its name ("ring", "shm", ...), as
+        weft_query_algo and weft-info give it. Any thread."""
         try:
             coll = _COLLECTIVES.index(collective)
         except ValueError:
@@ -699,6 +702,110 @@ class Comm:
     def iscatter(self, sendbuf, recvbuf, root=0, dtype=None):
         a = self._scatter_args(sendbuf, recvbuf, root, dtype)
         return self._req(_lib.weft_iscatter, a[:5] + (self._h,), a[5], recvbuf, "weft_iscatter")
+
+    # ---- gatherv / scatterv -------------------------------------------------
+    # The root's side (gatherv: recvbuf, counts, displs; scatterv: sendbuf,
+    # counts, displs) is looked at by the root alone, as libweft and MPI read
+    # it there only: other ranks pass NULL for it. Every rank checks its own
+    # block; the root alone checks the lists, so an error only the root can
+    # see raises there only (as MPI's erroneous arguments).
+    def _gv_args(self, sendbuf, recvbuf, counts, displs, root, dtype):
+        root = self._root(root)
+        if self.rank != root:
+            if sendbuf is IN_PLACE:
+                raise WeftError(ERR_INVALID_ARG, "gatherv: IN_PLACE is for the root only "
+                                "(rank %d, root %d)" % (self.rank, root))
+            s = _resolve_moved(sendbuf, "sendbuf", False, dtype, self._dev)
+            _host_only(s, "gatherv")
+            return (s.ptr, s.count, None, None, None, s.dtype, root, self._h), (s,)
+        if recvbuf is None:
+            raise WeftError(ERR_INVALID_ARG, "gatherv: recvbuf is needed at the root")
+        counts, displs, extent = _v_blocks(counts, displs, self.size, "counts", "displs",
+                                           "gatherv")
+        r, scale = _resolve_moved_scaled(recvbuf, "recvbuf", True, dtype, self._dev)
+        _host_only(r, "gatherv")
+        _v_fits(r, scale, extent, "recvbuf", "gatherv", counts, displs)
+        if sendbuf is IN_PLACE:  # the root's block is already at displs[root]
+            sp, keep = _INPL, (r,)
+        else:
+            s, s_scale = _resolve_moved_scaled(sendbuf, "sendbuf", False, dtype, self._dev)
+            _host_only(s, "gatherv")
+            _v_same(s, s_scale, r, scale, "gatherv")
+            if s.count // scale != counts[root]:
+                raise WeftError(ERR_INVALID_ARG, "gatherv: sendbuf holds %d elements, "
+                                "counts[%d] is %d" % (s.count // scale, root, counts[root]))
+            sp, keep = s.ptr, (s, r)
+        return (sp, counts[root] * scale, r.ptr, _sizes(counts, scale), _sizes(displs, scale),
+                r.dtype, root, self._h), keep
+
+    def gatherv(self, sendbuf, recvbuf=None, counts=None, displs=None, root=0, dtype=None):
+        """The root's recvbuf gets rank q's sendbuf (counts[q] elements) at
+        displs[q] (elements; default: the blocks one after another, in rank
+        order); recvbuf's elements between the blocks are left as they are.
+        Arguments in gather's order, with allgatherv's counts and displs
+        after the recvbuf they describe: recvbuf, counts and displs are the
+        root's, looked at there only (other ranks: gatherv(sendbuf,
+        root=root); what they pass is ignored). At the root, sendbuf
+        IN_PLACE: its block is already at displs[root]. As in MPI, the root
+        alone checks the lists (and its sendbuf against counts[root]); the
+        other ranks check their sendbuf only: that it holds the root's
+        counts[rank] elements is the caller's to ensure."""
+        args, _ = self._gv_args(sendbuf, recvbuf, counts, displs, root, dtype)
+        _check(_v_fn("weft_gatherv")(*args), "weft_gatherv")
+        return recvbuf
+
+    def igatherv(self, sendbuf, recvbuf=None, counts=None, displs=None, root=0, dtype=None):
+        args, keep = self._gv_args(sendbuf, recvbuf, counts, displs, root, dtype)
+        return self._req(_v_fn("weft_igatherv"), args, keep, recvbuf, "weft_igatherv")
+
+    def _sv_args(self, sendbuf, counts, recvbuf, displs, root, dtype):
+        root = self._root(root)
+        if self.rank != root:
+            if recvbuf is IN_PLACE:
+                raise WeftError(ERR_INVALID_ARG, "scatterv: IN_PLACE is for the root only "
+                                "(rank %d, root %d)" % (self.rank, root))
+            r = _resolve_moved(recvbuf, "recvbuf", True, dtype, self._dev)
+            _host_only(r, "scatterv")
+            return (None, None, None, r.ptr, r.count, r.dtype, root, self._h), (r,)
+        counts, displs, extent = _v_blocks(counts, displs, self.size, "counts", "displs",
+                                           "scatterv")
+        s, scale = _resolve_moved_scaled(sendbuf, "sendbuf", False, dtype, self._dev)
+        _host_only(s, "scatterv")
+        if s.count // scale < extent:
+            raise WeftError(ERR_INVALID_ARG, "scatterv: sendbuf holds %d elements, its blocks "
+                            "need %d" % (s.count // scale, extent))
+        if recvbuf is IN_PLACE:  # the root's block stays in sendbuf
+            rp, keep = _INPL, (s,)
+        else:
+            r, r_scale = _resolve_moved_scaled(recvbuf, "recvbuf", True, dtype, self._dev)
+            _host_only(r, "scatterv")
+            _v_same(s, scale, r, r_scale, "scatterv")
+            if r.count // scale != counts[root]:
+                raise WeftError(ERR_INVALID_ARG, "scatterv: recvbuf holds %d elements, "
+                                "counts[%d] is %d" % (r.count // scale, root, counts[root]))
+            rp, keep = r.ptr, (s, r)
+        return (s.ptr, _sizes(counts, scale), _sizes(displs, scale), rp, counts[root] * scale,
+                s.dtype, root, self._h), keep
+
+    def scatterv(self, sendbuf, counts, recvbuf, displs=None, root=0, dtype=None):
+        """Rank q's recvbuf gets counts[q] elements from displs[q] of the
+        root's sendbuf (elements; default: the blocks one after another, in
+        rank order). Arguments in scatter's order, with the counts after the
+        sendbuf they describe (as alltoallv's send_counts) and displs
+        optional after recvbuf: sendbuf, counts and displs are the root's,
+        looked at there only (other ranks: scatterv(None, None, recvbuf,
+        root=root); what they pass is ignored). At the root, recvbuf
+        IN_PLACE: its block stays in sendbuf. As in MPI, the root alone
+        checks the lists (and its recvbuf against counts[root]); the other
+        ranks check their recvbuf only: that it holds the root's
+        counts[rank] elements is the caller's to ensure."""
+        args, _ = self._sv_args(sendbuf, counts, recvbuf, displs, root, dtype)
+        _check(_v_fn("weft_scatterv")(*args), "weft_scatterv")
+        return recvbuf
+
+    def iscatterv(self, sendbuf, counts, recvbuf, displs=None, root=0, dtype=None):
+        args, keep = self._sv_args(sendbuf, counts, recvbuf, displs, root, dtype)
+        return self._req(_v_fn("weft_iscatterv"), args, keep, recvbuf, "weft_iscatterv")
 
     # ---- barrier -------------------------------------------------------------
     def barrier(self):
