@@ -5,7 +5,7 @@
  *
  * Defines MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast,
  * MPI_Reduce, MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Allgatherv,
- * MPI_Alltoallv, MPI_Barrier, their
+ * MPI_Alltoallv, MPI_Gatherv, MPI_Scatterv, MPI_Barrier, their
  * nonblocking forms, the MPI-4 large-count (_c) forms of all but the
  * barriers, MPI_Init, MPI_Init_thread, MPI_Query_thread and
  * MPI_Finalize, and with MPICH the completion calls MPI_Wait, MPI_Waitall,
@@ -70,6 +70,7 @@ enum wmpi_call {
     C_ALLGATHER, C_IALLGATHER, C_BCAST, C_IBCAST, C_REDUCE, C_IREDUCE,
     C_ALLTOALL, C_IALLTOALL, C_GATHER, C_IGATHER, C_SCATTER, C_ISCATTER,
     C_ALLGATHERV, C_IALLGATHERV, C_ALLTOALLV, C_IALLTOALLV,
+    C_GATHERV, C_IGATHERV, C_SCATTERV, C_ISCATTERV,
     C_BARRIER, C_IBARRIER, C_COUNT
 };
 static const char *const call_names[C_COUNT] = {
@@ -77,11 +78,12 @@ static const char *const call_names[C_COUNT] = {
     "MPI_Allgather", "MPI_Iallgather", "MPI_Bcast", "MPI_Ibcast", "MPI_Reduce", "MPI_Ireduce",
     "MPI_Alltoall", "MPI_Ialltoall", "MPI_Gather", "MPI_Igather", "MPI_Scatter", "MPI_Iscatter",
     "MPI_Allgatherv", "MPI_Iallgatherv", "MPI_Alltoallv", "MPI_Ialltoallv",
+    "MPI_Gatherv", "MPI_Igatherv", "MPI_Scatterv", "MPI_Iscatterv",
     "MPI_Barrier", "MPI_Ibarrier"};
 /* The short names WEFT_MPI_CALLS takes ("allreduce" covers MPI_Iallreduce too). */
 static const char *const call_keys[C_COUNT / 2] = {
     "allreduce", "reduce_scatter_block", "allgather", "bcast", "reduce", "alltoall", "gather",
-    "scatter", "allgatherv", "alltoallv", "barrier"};
+    "scatter", "allgatherv", "alltoallv", "gatherv", "scatterv", "barrier"};
 _Static_assert(C_COUNT % 2 == 0 && C_COUNT / 2 <= 32, "a blocking and a nonblocking form per key");
 
 enum wmpi_reason {
@@ -1494,7 +1496,9 @@ typedef struct vargs {
     size_t *slen, *soff;     /* alltoallv's send blocks (NULL: allgatherv, or in place) */
     size_t *rlen, *roff;     /* the receive blocks */
     size_t *heap;            /* the malloc'ed arrays, or NULL */
-    weft_status_t st;        /* WEFT_ERR_NO_MEMORY: no room for the arrays (served: reported) */
+    weft_status_t st;        /* WEFT_ERR_NO_MEMORY: no room for the arrays, and the rooted
+                              * forms' WEFT_ERR_INVALID_ARG (served: reported) */
+    int root;                /* gatherv, scatterv: the root (rlen, roff: its blocks, there only) */
     size_t stack[4 * WMPI_VSTACK];
 } vargs_t;
 
@@ -1633,6 +1637,14 @@ static weft_status_t v_issue(int call, const wargs_t *a, const vargs_t *v, weft_
         return weft_alltoallv(a->s, v->slen, v->soff, a->r, v->rlen, v->roff, a->t, wc);
     case C_IALLTOALLV:
         return weft_ialltoallv(a->s, v->slen, v->soff, a->r, v->rlen, v->roff, a->t, wc, wr);
+    case C_GATHERV:
+        return weft_gatherv(a->s, a->n, a->r, v->rlen, v->roff, a->t, v->root, wc);
+    case C_IGATHERV:
+        return weft_igatherv(a->s, a->n, a->r, v->rlen, v->roff, a->t, v->root, wc, wr);
+    case C_SCATTERV:
+        return weft_scatterv(a->s, v->rlen, v->roff, a->r, a->n, a->t, v->root, wc);
+    case C_ISCATTERV:
+        return weft_iscatterv(a->s, v->rlen, v->roff, a->r, a->n, a->t, v->root, wc, wr);
     default: return WEFT_ERR_INTERNAL;
     }
 }
@@ -1805,6 +1817,129 @@ WMPI_EXPORT int MPI_Iscatter##SFX(const void *sbuf, CT scount, MPI_Datatype styp
 }
 WMPI_DEF_ISCATTER(, int)
 WMPI_DEF_ISCATTER(_c, MPI_Count)
+
+/* ---- gatherv and scatterv (rooted blocks of their own lengths) ------------------------------- */
+/* As rooted_args: the one-block side is this rank's own (gatherv: send,
+ * scatterv: receive; in place at the root: one_buf == MPI_IN_PLACE, its count
+ * and type ignored), the many-block side is the root's, by its counts and
+ * displacements (into v->rlen and v->roff, at the root only: NULL elsewhere,
+ * as MPI allows).
+ *
+ * Whether the call goes to Weft is decided from what every rank shares
+ * alone: the call enabled, the communicator, the root, and the datatypes'
+ * layout (a program describes a message with the same layout on both sides:
+ * the file's head). The root's arrays are seen by the root only and a rank's
+ * own count by itself only: a fall-through decided from them would send
+ * that rank to MPI and the others to Weft, each waiting for the other. Their
+ * errors (a NULL array, a negative count, a block that overflows, a count
+ * other than the root's array says, a NULL buffer with data, MPI_IN_PLACE
+ * off the root) are the served call's failure instead: v->st =
+ * WEFT_ERR_INVALID_ARG, reported by v_serve through the communicator's error
+ * handler, as MPI reports erroneous arguments (MPI_ERRORS_ARE_FATAL aborts
+ * the job; with MPI_ERRORS_RETURN the other ranks' call may not complete, as
+ * with MPI's own erroneous calls). */
+static int rooted_v_args(int call, const void *one_buf, MPI_Count one_count,
+                         MPI_Datatype one_type, const void *many_buf, const void *counts,
+                         const void *displs, int large, MPI_Datatype many_type, int root,
+                         MPI_Comm comm, wargs_t *a, vargs_t *v)
+{
+    v->heap = NULL;
+    v->st = WEFT_SUCCESS;
+    v->rlen = v->roff = v->slen = v->soff = NULL;
+    v->root = root;
+    a->s = NULL;
+    a->r = NULL;
+    a->n = 0;
+    a->t = WEFT_UINT8;
+    const int gather = call == C_GATHERV || call == C_IGATHERV;
+    const int placed = one_buf == MPI_IN_PLACE;
+    int rank = 0, size = 0;
+    size_t one_es = 0, many_es = 0;
+    int why = call_check(call);
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    if (why == R_WEFT && !rank_size(a->e, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && (root < 0 || root >= size)) why = R_ARG;
+    if (why == R_WEFT && rank == root) why = contig_bytes(1, many_type, &many_es);
+    if (why == R_WEFT && !placed) why = contig_bytes(1, one_type, &one_es);
+    if (why != R_WEFT) return why;
+    /* served from here on: what is wrong is reported, never a fall-through */
+    const char *bad = NULL;
+    size_t own = 0;
+    const char *many = many_buf;
+    if (placed) {
+        if (rank != root) bad = "MPI_IN_PLACE on a rank other than the root";
+    } else if (one_count < 0 || (one_es > 0 && one_count > (MPI_Count)(PTRDIFF_MAX / one_es))) {
+        bad = "this rank's count is negative or overflows";
+    } else {
+        own = (size_t)one_count * one_es;
+        if (null_buf(one_buf, own)) bad = "NULL buffer for this rank's block";
+    }
+    if (bad == NULL && rank == root) {
+        size_t any = 0;
+        ptrdiff_t shift = 0;
+        if (!vargs_alloc(v, size, 2)) return R_WEFT; /* v->st: reported */
+        if (v_bytes(size, counts, displs, large, many_es, v->rlen, v->roff, &any, &shift) != R_WEFT)
+            bad = "the root's counts or displacements are NULL, negative or overflow";
+        else if (!placed && own != v->rlen[rank])
+            bad = "the root's own block differs in size from its entry in the counts";
+        else if (null_buf(many_buf, any))
+            bad = "NULL buffer at the root for blocks that are not empty";
+        else
+            many += shift; /* negative displacements: the lowest block's address */
+    }
+    if (bad != NULL) {
+        wmpi_log("%s: %s: reported as an error", call_names[call], bad);
+        vargs_free(v);
+        v->st = WEFT_ERR_INVALID_ARG;
+        return R_WEFT;
+    }
+    const void *one = placed ? WEFT_IN_PLACE : one_buf;
+    const void *root_side = rank == root ? many : NULL;
+    a->s = gather ? one : root_side;
+    a->r = (void *)(gather ? root_side : one);
+    a->n = own;
+    return R_WEFT;
+}
+
+/* As WMPI_DEF_ALLGATHERV: int arrays (LARGE 0), or MPI_Count and MPI_Aint (LARGE 1). */
+#define WMPI_DEF_GATHERV(NAME, CALL, NB, SFX, CT, DT, LARGE)                                      \
+WMPI_EXPORT int MPI_##NAME##SFX(const void *sbuf, CT scount, MPI_Datatype stype, void *rbuf,      \
+                                const CT rcounts[], const DT displs[], MPI_Datatype rtype,        \
+                                int root, MPI_Comm comm WMPI_REQ_PARAM_##NB)                      \
+{                                                                                                 \
+    wargs_t a;                                                                                    \
+    vargs_t v;                                                                                    \
+    int why = rooted_v_args(CALL, sbuf, scount, stype, rbuf, rcounts, displs, LARGE, rtype,      \
+                            root, comm, &a, &v);                                                  \
+    NOTE(CALL, why);                                                                              \
+    if (why != R_WEFT)                                                                            \
+        return PMPI_##NAME##SFX(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root,          \
+                                comm WMPI_REQ_ARG_##NB);                                          \
+    return v_serve(comm, CALL, &a, &v, WMPI_REQ_##NB);                                            \
+}
+#define WMPI_DEF_SCATTERV(NAME, CALL, NB, SFX, CT, DT, LARGE)                                     \
+WMPI_EXPORT int MPI_##NAME##SFX(const void *sbuf, const CT scounts[], const DT displs[],          \
+                                MPI_Datatype stype, void *rbuf, CT rcount, MPI_Datatype rtype,    \
+                                int root, MPI_Comm comm WMPI_REQ_PARAM_##NB)                      \
+{                                                                                                 \
+    wargs_t a;                                                                                    \
+    vargs_t v;                                                                                    \
+    int why = rooted_v_args(CALL, rbuf, rcount, rtype, sbuf, scounts, displs, LARGE, stype,      \
+                            root, comm, &a, &v);                                                  \
+    NOTE(CALL, why);                                                                              \
+    if (why != R_WEFT)                                                                            \
+        return PMPI_##NAME##SFX(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root,          \
+                                comm WMPI_REQ_ARG_##NB);                                          \
+    return v_serve(comm, CALL, &a, &v, WMPI_REQ_##NB);                                            \
+}
+WMPI_DEF_GATHERV(Gatherv, C_GATHERV, 0, , int, int, 0)
+WMPI_DEF_GATHERV(Gatherv, C_GATHERV, 0, _c, MPI_Count, MPI_Aint, 1)
+WMPI_DEF_GATHERV(Igatherv, C_IGATHERV, 1, , int, int, 0)
+WMPI_DEF_GATHERV(Igatherv, C_IGATHERV, 1, _c, MPI_Count, MPI_Aint, 1)
+WMPI_DEF_SCATTERV(Scatterv, C_SCATTERV, 0, , int, int, 0)
+WMPI_DEF_SCATTERV(Scatterv, C_SCATTERV, 0, _c, MPI_Count, MPI_Aint, 1)
+WMPI_DEF_SCATTERV(Iscatterv, C_ISCATTERV, 1, , int, int, 0)
+WMPI_DEF_SCATTERV(Iscatterv, C_ISCATTERV, 1, _c, MPI_Count, MPI_Aint, 1)
 
 /* ---- barrier ---------------------------------------------------------------------------- */
 WMPI_EXPORT int MPI_Barrier(MPI_Comm comm)

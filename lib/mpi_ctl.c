@@ -207,8 +207,8 @@ weft_status_t weft__ctl_gather(weft__ctl_t *ctl, const void *mine, size_t bytes,
 weft_status_t weft__ctl_gatherv(weft__ctl_t *ctl, const void *mine, int count, void *all,
                                 const int *counts, const int *displs, weft__ctl_type_t t, int root)
 {
-    WEFT__MPI_CHECK(MPI_Gatherv(mine, count, type_of(t), all, counts, displs, type_of(t), root,
-                                ctl->comm));
+    WEFT__MPI_CHECK(PMPI_Gatherv(mine, count, type_of(t), all, counts, displs, type_of(t), root,
+                                 ctl->comm));
     return WEFT_SUCCESS;
 }
 

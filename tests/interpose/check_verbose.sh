@@ -3,8 +3,10 @@
 # under the preload with WEFT_MPI_VERBOSE=1 and checks the per-call-site
 # report: every intercepted call reached Weft somewhere, and the fall-through
 # cases the program makes are reported with their reasons. Weft's profiler
-# (WEFT_PROFILE) must count the served calls too. Then WEFT_MPI_CALLS=allgatherv
-# on the vector forms alone (--vector): allgatherv served, alltoallv not.
+# (WEFT_PROFILE) must count the served calls too. Then
+# WEFT_MPI_CALLS=allgatherv,gatherv,scatter on the vector forms alone
+# (--vector): allgatherv and gatherv served, alltoallv and scatterv not (the
+# keys name the vector forms apart from gather and scatter).
 set -u
 mpiexec=$1 preload=$2 prog=$3
 tmp=$(mktemp -d)
@@ -16,7 +18,8 @@ fail=0
 if [ $rc -ne 0 ]; then echo "program failed ($rc):"; echo "$out" | tail -20; exit 1; fi
 for call in Allreduce Iallreduce Reduce_scatter_block Ireduce_scatter_block Allgather Iallgather \
             Bcast Ibcast Reduce Ireduce Alltoall Ialltoall Gather Igather Scatter Iscatter \
-            Allgatherv Iallgatherv Alltoallv Ialltoallv Barrier Ibarrier; do
+            Allgatherv Iallgatherv Alltoallv Ialltoallv Gatherv Igatherv Scatterv Iscatterv \
+            Barrier Ibarrier; do
     if ! grep -Eq "^\[weft-mpi 0\] MPI_$call at .*: [0-9]+ to Weft$" <<<"$out"; then
         echo "MPI_$call: no call site served by Weft"; fail=1
     fi
@@ -25,7 +28,7 @@ for why in "datatype not reduced by Weft" "operation not served by Weft" "non-co
     if ! grep -q "to MPI ($why" <<<"$out"; then echo "no fall-through reported as '$why'"; fail=1; fi
 done
 # the vector forms' non-contiguous and resized types fall through, with their reason
-for call in Allgatherv Iallgatherv Alltoallv Ialltoallv; do
+for call in Allgatherv Iallgatherv Alltoallv Ialltoallv Gatherv Igatherv Scatterv Iscatterv; do
     if ! grep -Eq "^\[weft-mpi 0\] MPI_$call at .*: [0-9]+ to MPI \(non-contiguous datatype\)$" <<<"$out"; then
         echo "MPI_$call: no fall-through reported as 'non-contiguous datatype'"; fail=1
     fi
@@ -35,22 +38,28 @@ if ! grep -Eq "^\[weft-mpi 1\] MPI_Allreduce at $(basename "$prog")\(" <<<"$out"
     echo "rank 1's report does not name the program's call sites"; fail=1
 fi
 for op in allreduce reduce_scatter allgather bcast reduce alltoall gather scatter barrier \
-          allgatherv alltoallv; do
+          allgatherv alltoallv gatherv scatterv; do
     grep -q "\"op\": \"$op\"" "$tmp/profile.json" 2>/dev/null ||
         { echo "WEFT_PROFILE has no $op entry"; fail=1; }
 done
 [ $fail -eq 0 ] || { echo "$out" | grep weft-mpi | head -40; exit 1; }
-# WEFT_MPI_CALLS names the vector forms on their own: allgatherv alone
+# WEFT_MPI_CALLS names the vector forms on their own: allgatherv and gatherv;
+# scatter does not take scatterv along
+calls=allgatherv,gatherv,scatter
 out=$("$mpiexec" -n 2 -genv LD_PRELOAD "$preload" -genv WEFT_MPI_VERBOSE 1 \
-      -genv WEFT_MPI_CALLS allgatherv "$prog" --vector 2>&1)
+      -genv WEFT_MPI_CALLS $calls "$prog" --vector 2>&1)
 rc=$?
-if [ $rc -ne 0 ]; then echo "WEFT_MPI_CALLS=allgatherv: program failed ($rc):"; echo "$out" | tail -20; exit 1; fi
+if [ $rc -ne 0 ]; then echo "WEFT_MPI_CALLS=$calls: program failed ($rc):"; echo "$out" | tail -20; exit 1; fi
 grep -Eq "^\[weft-mpi 0\] MPI_Iallgatherv at .*: [0-9]+ to Weft$" <<<"$out" ||
-    { echo "WEFT_MPI_CALLS=allgatherv: MPI_Iallgatherv not served"; fail=1; }
+    { echo "WEFT_MPI_CALLS=$calls: MPI_Iallgatherv not served"; fail=1; }
 grep -Eq "^\[weft-mpi 0\] MPI_Alltoallv at .*: [0-9]+ to MPI \(not in WEFT_MPI_CALLS\)$" <<<"$out" ||
-    { echo "WEFT_MPI_CALLS=allgatherv: MPI_Alltoallv not left to MPI"; fail=1; }
-if grep -Eq "MPI_I?allgatherv at .*not in WEFT_MPI_CALLS|MPI_I?alltoallv at .*to Weft" <<<"$out"; then
-    echo "WEFT_MPI_CALLS=allgatherv: a vector call took the wrong way"; fail=1
+    { echo "WEFT_MPI_CALLS=$calls: MPI_Alltoallv not left to MPI"; fail=1; }
+grep -Eq "^\[weft-mpi 1\] MPI_Igatherv at .*: [0-9]+ to Weft$" <<<"$out" ||
+    { echo "WEFT_MPI_CALLS=$calls: MPI_Igatherv not served"; fail=1; }
+grep -Eq "^\[weft-mpi 1\] MPI_Scatterv at .*: [0-9]+ to MPI \(not in WEFT_MPI_CALLS\)$" <<<"$out" ||
+    { echo "WEFT_MPI_CALLS=$calls: MPI_Scatterv not left to MPI"; fail=1; }
+if grep -Eq "MPI_I?(all)?gatherv at .*not in WEFT_MPI_CALLS|MPI_I?(alltoallv|scatterv) at .*to Weft" <<<"$out"; then
+    echo "WEFT_MPI_CALLS=$calls: a vector call took the wrong way"; fail=1
 fi
 [ $fail -eq 0 ] || { echo "$out" | grep weft-mpi | head -40; exit 1; }
 echo "verbose report: every intercepted call served, fall-throughs named; profiled by Weft"

@@ -8,8 +8,8 @@
  * MPI_REQUEST_NULL entries completed by Waitany, Waitsome, Testany,
  * Testsome and Testall, with the receive's status checked),
  * odd counts, MPI_IN_PLACE, every root, the vector forms (allgatherv,
- * alltoallv: uneven and empty blocks in reverse order with gaps that must
- * stay as they were), calls that must fall through (user
+ * alltoallv, gatherv, scatterv: uneven and empty blocks in reverse order
+ * with gaps that must stay as they were), calls that must fall through (user
  * operations, derived and non-contiguous datatypes, MPI_LAND,
  * MPI_MAXLOC), communicators split, duplicated and freed in a loop,
  * MPI_COMM_SELF, the MPI-4 large-count (_c) forms, and a barrier that must
@@ -668,6 +668,161 @@ static void test_vector_negative(MPI_Comm comm)
     free(in); free(init); free(got); free(ref);
 }
 
+/* ---- rooted vector forms: gatherv, scatterv ---------------------------------------------- */
+/* At the first and the last root, blocking and nonblocking: rank r's block
+ * of vcount_ag(base, r) elements (uneven, some empty) at the root's
+ * displacements in reverse rank order with gaps, the arrays and the root's
+ * buffer NULL on the other ranks; in place at the root; a contiguous derived
+ * type (served) and a non-contiguous one (falls through, on every rank).
+ * Against PMPI_, the whole buffers, gaps included. */
+static void test_vector_rooted(MPI_Comm comm, int base, int seed)
+{
+    int csize, crank;
+    MPI_Comm_size(comm, &csize);
+    MPI_Comm_rank(comm, &crank);
+    MPI_Datatype vec, trio;
+    MPI_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &vec)); /* size 8, extent 12: falls through */
+    MPI_OK(MPI_Type_commit(&vec));
+    MPI_OK(MPI_Type_contiguous(3, MPI_INT, &trio));
+    MPI_OK(MPI_Type_commit(&trio));
+    const struct { MPI_Datatype t; const char *name; } vts[] = {
+        {MPI_INT, "int"}, {MPI_DOUBLE, "double"}, {trio, "contiguous derived"}, {vec, "vector"},
+    };
+    const size_t p = (size_t)csize;
+    int *cnt = xmalloc(4 * p), *dsp = xmalloc(4 * p);
+    for (int r = 0; r < csize; r++) cnt[r] = vcount_ag(base, r);
+    const int span = vlayout(csize, cnt, 2, dsp);
+    char label[160];
+    for (size_t m = 0; m < sizeof vts / sizeof vts[0]; m++) {
+        MPI_Datatype t = vts[m].t;
+        MPI_Aint lb = 0, ext = 0;
+        MPI_OK(MPI_Type_get_extent(t, &lb, &ext));
+        const size_t outb = (size_t)span * (size_t)ext;
+        char *in = xmalloc(outb), *init = xmalloc(outb), *got = xmalloc(outb), *ref = xmalloc(outb);
+        fill(in, outb, K_BYTES, seed + 700 + (int)m);
+        fill(init, outb, K_BYTES, seed + 800 + (int)m);
+        for (int root = 0; root < csize; root = next_root(root, csize)) {
+            const int me = crank == root;
+            const int *c = me ? cnt : NULL, *d = me ? dsp : NULL;
+            for (int nb = 0; nb < 2; nb++) {
+                int how = (seed + (int)m + root + nb) % COMPLETIONS;
+                MPI_Request q;
+                snprintf(label, sizeof label, "%sgatherv %s base %d root %d", nb ? "i" : "",
+                         vts[m].name, base, root);
+                where = label;
+                memcpy(ref, init, outb);
+                MPI_OK(PMPI_Gatherv(in, cnt[crank], t, me ? ref : NULL, c, d, t, root, comm));
+                memcpy(got, init, outb);
+                if (nb) { MPI_OK(MPI_Igatherv(in, cnt[crank], t, me ? got : NULL, c, d, t, root, comm, &q)); complete(&q, how); }
+                else MPI_OK(MPI_Gatherv(in, cnt[crank], t, me ? got : NULL, c, d, t, root, comm));
+                same("gatherv", got, ref, outb);
+                /* in place: the root's block already at dsp[root] (init's bytes) */
+                const void *s = me ? MPI_IN_PLACE : in;
+                memcpy(ref, init, outb);
+                MPI_OK(PMPI_Gatherv(s, cnt[crank], t, me ? ref : NULL, c, d, t, root, comm));
+                memcpy(got, init, outb);
+                if (nb) { MPI_OK(MPI_Igatherv(s, cnt[crank], t, me ? got : NULL, c, d, t, root, comm, &q)); complete(&q, how); }
+                else MPI_OK(MPI_Gatherv(s, cnt[crank], t, me ? got : NULL, c, d, t, root, comm));
+                same("gatherv in place", got, ref, outb);
+                snprintf(label, sizeof label, "%sscatterv %s base %d root %d", nb ? "i" : "",
+                         vts[m].name, base, root);
+                memcpy(ref, init, outb);
+                MPI_OK(PMPI_Scatterv(me ? in : NULL, c, d, t, ref, cnt[crank], t, root, comm));
+                memcpy(got, init, outb);
+                if (nb) { MPI_OK(MPI_Iscatterv(me ? in : NULL, c, d, t, got, cnt[crank], t, root, comm, &q)); complete(&q, how); }
+                else MPI_OK(MPI_Scatterv(me ? in : NULL, c, d, t, got, cnt[crank], t, root, comm));
+                same("scatterv", got, ref, outb);
+                /* in place: the root's block stays in sendbuf, recvbuf untouched */
+                void *rb = me ? MPI_IN_PLACE : NULL;
+                memcpy(ref, init, outb);
+                MPI_OK(PMPI_Scatterv(me ? in : NULL, c, d, t, rb ? rb : ref, cnt[crank], t, root, comm));
+                memcpy(got, init, outb);
+                if (nb) { MPI_OK(MPI_Iscatterv(me ? in : NULL, c, d, t, rb ? rb : got, cnt[crank], t, root, comm, &q)); complete(&q, how); }
+                else MPI_OK(MPI_Scatterv(me ? in : NULL, c, d, t, rb ? rb : got, cnt[crank], t, root, comm));
+                same("scatterv in place", got, ref, outb);
+            }
+        }
+        free(in);
+        free(init);
+        free(got);
+        free(ref);
+    }
+    free(cnt);
+    free(dsp);
+    MPI_OK(MPI_Type_free(&vec));
+    MPI_OK(MPI_Type_free(&trio));
+}
+
+/* The rooted vector forms' _c forms at the last root, whose displacements
+ * are negative (its buffer's middle passed); the send type differs from the
+ * receive type (same bytes: 3 ints against a contiguous type of 3 ints).
+ * Then a root's bad arrays on MPI_COMM_SELF (MPI_ERRORS_RETURN): an error,
+ * not a hang, on every path. */
+static void test_vector_rooted_c(MPI_Comm comm)
+{
+    int csize, crank;
+    MPI_Comm_size(comm, &csize);
+    MPI_Comm_rank(comm, &crank);
+    MPI_Datatype trio;
+    MPI_OK(MPI_Type_contiguous(3, MPI_INT, &trio));
+    MPI_OK(MPI_Type_commit(&trio));
+    const size_t p = (size_t)csize;
+    const int root = csize - 1, me = crank == root;
+    int *ci = xmalloc(4 * p), *di = xmalloc(4 * p);
+    MPI_Count *c = xmalloc(sizeof(MPI_Count) * p);
+    MPI_Aint *d = xmalloc(sizeof(MPI_Aint) * p);
+    for (int r = 0; r < csize; r++) ci[r] = vcount_ag(57, r);
+    const int span = vlayout(csize, ci, 1, di), mid = span / 2;
+    for (int r = 0; r < csize; r++) {
+        c[r] = ci[r];
+        d[r] = di[r] - mid;
+    }
+    const size_t outb = 12u * (size_t)span, at = 12u * (size_t)mid;
+    char *in = xmalloc(outb), *init = xmalloc(outb), *got = xmalloc(outb), *ref = xmalloc(outb);
+    fill(in, outb, K_BYTES, 901);
+    fill(init, outb, K_BYTES, 902);
+    const MPI_Count own = 3 * (MPI_Count)ci[crank];
+    MPI_Request q;
+    where = "rooted vector large-count forms";
+    memcpy(ref, init, outb);
+    MPI_OK(PMPI_Gatherv_c(in, own, MPI_INT, me ? ref + at : NULL, me ? c : NULL, me ? d : NULL,
+                          trio, root, comm));
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Gatherv_c(in, own, MPI_INT, me ? got + at : NULL, me ? c : NULL, me ? d : NULL,
+                         trio, root, comm));
+    same("MPI_Gatherv_c", got, ref, outb);
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Igatherv_c(in, own, MPI_INT, me ? got + at : NULL, me ? c : NULL, me ? d : NULL,
+                          trio, root, comm, &q));
+    complete(&q, BY_TESTANY);
+    same("MPI_Igatherv_c", got, ref, outb);
+    memcpy(ref, init, outb);
+    MPI_OK(PMPI_Scatterv_c(me ? in + at : NULL, me ? c : NULL, me ? d : NULL, trio, ref, own,
+                           MPI_INT, root, comm));
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Scatterv_c(me ? in + at : NULL, me ? c : NULL, me ? d : NULL, trio, got, own,
+                          MPI_INT, root, comm));
+    same("MPI_Scatterv_c", got, ref, outb);
+    memcpy(got, init, outb);
+    MPI_OK(MPI_Iscatterv_c(me ? in + at : NULL, me ? c : NULL, me ? d : NULL, trio, got, own,
+                           MPI_INT, root, comm, &q));
+    complete(&q, BY_WAITALL);
+    same("MPI_Iscatterv_c", got, ref, outb);
+    /* bad arrays at the root, on one rank (nobody to wait for) */
+    where = "rooted vector forms, bad arguments";
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+    int one = 1, neg = -1, zero = 0;
+    if (MPI_Gatherv(in, 4, MPI_INT, got, &neg, &zero, MPI_INT, 0, MPI_COMM_SELF) == MPI_SUCCESS ||
+        MPI_Iscatterv(in, &neg, &zero, MPI_INT, got, 4, MPI_INT, 0, MPI_COMM_SELF, &q) == MPI_SUCCESS ||
+        MPI_Gatherv(in, 3, MPI_INT, got, &one, &zero, MPI_INT, 0, MPI_COMM_SELF) == MPI_SUCCESS) {
+        fprintf(stderr, "rank %d: an erroneous call succeeded [%s]\n", rank, where);
+        errors++;
+    }
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+    free(ci); free(di); free(c); free(d); free(in); free(init); free(got); free(ref);
+    MPI_OK(MPI_Type_free(&trio));
+}
+
 /* Several nonblocking calls in flight at once on one communicator, completed
  * together by MPI_Waitall, and by MPI_Testany in whatever order they end. */
 static void test_many_inflight(MPI_Comm comm, int count, int seed)
@@ -991,7 +1146,8 @@ static void usage(FILE *f, const char *prog)
     fprintf(f, "usage: %s [--quick] [--vector] [--help] [--version]\n"
                "Checks MPI's collectives (MPI_ names) against their PMPI_ entries bit for bit.\n"
                "  --quick    fewer counts and communicator rounds\n"
-               "  --vector   the vector forms (allgatherv, alltoallv) only\n", prog);
+               "  --vector   the vector forms (allgatherv, alltoallv, gatherv, scatterv) only\n",
+            prog);
 }
 
 int main(int argc, char **argv)
@@ -1027,7 +1183,9 @@ int main(int argc, char **argv)
     const int *vbases = quick ? vbases_quick : vbases_full;
     int nvbases = quick ? 2 : 6;
     for (int i = 0; i < nvbases; i++) test_vector(MPI_COMM_WORLD, vbases[i], 20 + i);
+    for (int i = 0; i < nvbases; i++) test_vector_rooted(MPI_COMM_WORLD, vbases[i], 40 + i);
     test_vector_large_count(MPI_COMM_WORLD);
+    test_vector_rooted_c(MPI_COMM_WORLD);
     test_vector_negative(MPI_COMM_WORLD);
     if (vector_only) { /* and on a duplicate, MPI_COMM_SELF, a split communicator */
         MPI_Comm dup, half;
@@ -1036,6 +1194,8 @@ int main(int argc, char **argv)
         test_vector(dup, 33, 5);
         test_vector(MPI_COMM_SELF, 5, 3);
         test_vector(half, 7, 6);
+        test_vector_rooted(MPI_COMM_SELF, 5, 3);
+        test_vector_rooted(half, 7, 6);
         MPI_OK(MPI_Comm_free(&half));
         MPI_OK(MPI_Comm_free(&dup));
         ncounts = 0;
