@@ -111,7 +111,7 @@ typedef enum weft_coll {
     WEFT_COLL_ALLREDUCE = 0, WEFT_COLL_REDUCE_SCATTER, WEFT_COLL_ALLGATHER,
     WEFT_COLL_BCAST, WEFT_COLL_REDUCE, WEFT_COLL_ALLTOALL, WEFT_COLL_GATHER,
     WEFT_COLL_SCATTER, WEFT_COLL_BARRIER, WEFT_COLL_ALLGATHERV, WEFT_COLL_ALLTOALLV,
-    WEFT_COLL_GATHERV, WEFT_COLL_SCATTERV,
+    WEFT_COLL_GATHERV, WEFT_COLL_SCATTERV, WEFT_COLL_REDUCE_SCATTERV,
     WEFT_COLL_COUNT
 } weft_coll_t;
 
@@ -446,6 +446,19 @@ WEFT_EXPORT weft_status_t weft_iscatterv(const void *sendbuf, const size_t *send
                                          const size_t *displs, void *recvbuf, size_t recvcount,
                                          weft_datatype_t dtype, int root, weft_comm_t comm,
                                          weft_request_t *req);
+/** reduce_scatterv (MPI_Reduce_scatter): the element-wise reduction of every
+ * rank's sendbuf (sum of recvcounts elements, the same recvcounts on every
+ * rank), cut in consecutive blocks: rank r gets block r, recvcounts[r]
+ * elements, in recvbuf. In place: sendbuf = WEFT_IN_PLACE, the input is
+ * recvbuf (the whole vector) and the result lands at its start. Every
+ * operation but WEFT_AVG (WEFT_ERR_UNSUPPORTED: sum, then divide). */
+WEFT_EXPORT weft_status_t weft_reduce_scatterv(const void *sendbuf, void *recvbuf,
+                                               const size_t *recvcounts, weft_datatype_t dtype,
+                                               weft_op_t op, weft_comm_t comm);
+WEFT_EXPORT weft_status_t weft_ireduce_scatterv(const void *sendbuf, void *recvbuf,
+                                                const size_t *recvcounts, weft_datatype_t dtype,
+                                                weft_op_t op, weft_comm_t comm,
+                                                weft_request_t *req);
 WEFT_EXPORT weft_status_t weft_barrier(weft_comm_t comm);
 WEFT_EXPORT weft_status_t weft_ibarrier(weft_comm_t comm, weft_request_t *req);
 

@@ -1,7 +1,7 @@
 /*
  * collectives.c - public entry points of every collective except allreduce
  * (reduce_scatter, allgather, bcast, reduce, alltoall, gather, scatter,
- * barrier, allgatherv, alltoallv, gatherv, scatterv) and of point-to-point send/recv/sendrecv. Each validates its
+ * barrier, allgatherv, alltoallv, gatherv, scatterv, reduce_scatterv) and of point-to-point send/recv/sendrecv. Each validates its
  * arguments, resolves the in-place form, picks the algorithm (lib/select.c)
  * and issues an op through the engine (lib/op.c), as lib/allreduce.c does.
  *
@@ -498,6 +498,85 @@ weft_status_t weft_ialltoallv(const void *sendbuf, const size_t *sendcounts, con
 {
     NB_PROLOGUE(req);
     return alltoallv(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, dtype, comm, req);
+}
+
+/* reduce_scatterv: the receive arrays of v are the input vector's blocks,
+ * end to end (MPI_Reduce_scatter has no displacements). */
+static weft_status_t reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                     weft_datatype_t dtype, weft_op_t rop, weft_comm_t comm,
+                                     weft_request_t *req)
+{
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    const int p = c->size, me = c->rank;
+    const size_t es = weft__dtype_size(dtype);
+    size_t total = 0; /* the agreement's count: the whole vector, the same on every rank */
+    for (int r = 0; recvcounts != NULL && r < p; r++) total += recvcounts[r];
+    const weft__coll_args_t args = {WEFT_COLL_REDUCE_SCATTERV, (long long)total, dtype, rop, -1};
+    REFUSE_IF(weft__check_dtype_op(dtype, rop));
+    if (rop == WEFT_AVG) {
+        WEFT__ERROR("reduce_scatterv: WEFT_AVG is not served (reduce with WEFT_SUM, then divide "
+                    "by the communicator's size)");
+        REFUSE_IF(WEFT_ERR_UNSUPPORTED);
+    }
+    weft__vblocks_t *v = v_alloc(p);
+    REFUSE_IF(v == NULL ? WEFT_ERR_NO_MEMORY : WEFT_SUCCESS);
+    weft_status_t st = WEFT_SUCCESS;
+    if (p > 0 && recvcounts == NULL) {
+        WEFT__ERROR("reduce_scatterv: recvcounts is NULL");
+        st = WEFT_ERR_INVALID_ARG;
+    }
+    const size_t lim = (size_t)PTRDIFF_MAX / (es ? es : 1);
+    total = 0;
+    for (int r = 0; st == WEFT_SUCCESS && r < p; r++) {
+        if (recvcounts[r] > lim - total) {
+            WEFT__ERROR("reduce_scatterv: the vector (%zu + %zu elements) overflows", total,
+                        recvcounts[r]);
+            st = WEFT_ERR_COUNT_OVERFLOW;
+            break;
+        }
+        v->recv_len[r] = recvcounts[r] * es;
+        v->recv_off[r] = total * es;
+        total += recvcounts[r];
+    }
+    const bool in_place = sendbuf == WEFT_IN_PLACE;
+    if (st == WEFT_SUCCESS &&
+        ((total > 0 && (recvbuf == NULL || (!in_place && sendbuf == NULL))) ||
+         (recvcounts[me] > 0 && recvbuf == NULL))) {
+        WEFT__ERROR("reduce_scatterv: NULL buffer for a vector that is not empty");
+        st = WEFT_ERR_INVALID_ARG;
+    }
+    if (st != WEFT_SUCCESS) {
+        free(v);
+        return weft__coll_agree(c, st, &args);
+    }
+    v->recv_extent = total * es;
+    if (in_place) sendbuf = recvbuf;
+    /* the op's count and bytes: this rank's result block */
+    weft__op_t *op = NULL;
+    st = build_coll(c, &args, sendbuf, recvbuf, recvcounts[me], v->recv_len[me], dtype, rop, -1,
+                    &op);
+    if (st != WEFT_SUCCESS) {
+        free(v);
+        return st;
+    }
+    op->owned = v;
+    op->arg = v;
+    return weft__issue(op, req);
+}
+
+weft_status_t weft_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                   weft_datatype_t dtype, weft_op_t op, weft_comm_t comm)
+{
+    return reduce_scatterv(sendbuf, recvbuf, recvcounts, dtype, op, comm, NULL);
+}
+
+weft_status_t weft_ireduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+                                    weft_datatype_t dtype, weft_op_t op, weft_comm_t comm,
+                                    weft_request_t *req)
+{
+    NB_PROLOGUE(req);
+    return reduce_scatterv(sendbuf, recvbuf, recvcounts, dtype, op, comm, req);
 }
 
 /* gatherv and scatterv: the blocks' arrays at the root (v), this rank's own

@@ -91,6 +91,7 @@ static const weft__config_var_t vars[] = {
     ALGO_ROW("WEFT_ALLTOALLV_ALGO", WEFT_COLL_ALLTOALLV, "alltoallv"),
     ALGO_ROW("WEFT_GATHERV_ALGO", WEFT_COLL_GATHERV, "gatherv"),
     ALGO_ROW("WEFT_SCATTERV_ALGO", WEFT_COLL_SCATTERV, "scatterv"),
+    ALGO_ROW("WEFT_REDUCE_SCATTERV_ALGO", WEFT_COLL_REDUCE_SCATTERV, "reduce_scatterv"),
     {TEXT_ROW("WEFT_TUNING_FILE", tuning_file),
      .doc = "tuning file (doc/tuning.md) that replaces the cost-model table"},
     {.name = "WEFT_TIMEOUT", .default_value = "600", .kind = WEFT__CFG_DOUBLE, .lo = 0,

@@ -43,7 +43,7 @@ static const weft__cost_t default_cost = {.alpha = 1.5e-6, .beta = 2.0e-10, .gam
 static const char *const coll_names[WEFT_COLL_COUNT] = {
     "allreduce", "reduce_scatter", "allgather", "bcast", "reduce",
     "alltoall", "gather", "scatter", "barrier", "allgatherv", "alltoallv",
-    "gatherv", "scatterv",
+    "gatherv", "scatterv", "reduce_scatterv",
 };
 
 const char *weft__coll_name(weft_coll_t coll)

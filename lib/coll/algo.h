@@ -34,6 +34,7 @@ typedef enum weft__opkind {
     WEFT__OP_ALLTOALLV = WEFT_COLL_ALLTOALLV,
     WEFT__OP_GATHERV = WEFT_COLL_GATHERV,
     WEFT__OP_SCATTERV = WEFT_COLL_SCATTERV,
+    WEFT__OP_REDUCE_SCATTERV = WEFT_COLL_REDUCE_SCATTERV,
     WEFT__OP_SEND = WEFT_COLL_COUNT,
     WEFT__OP_RECV,
     WEFT__OP_HALO,
@@ -119,7 +120,9 @@ struct weft__op {
 };
 
 /** The blocks of a vector collective (allgatherv, alltoallv; gatherv's
- * receive and scatterv's send arrays at the root, none elsewhere), in bytes:
+ * receive and scatterv's send arrays at the root, none elsewhere;
+ * reduce_scatterv: the receive arrays are the blocks of the input vector,
+ * laid end to end), in bytes:
  * send_len[r] bytes at send_off[r] of sendbuf go to rank r, recv_len[r]
  * bytes from rank r land at recv_off[r] of recvbuf (allgatherv: the send
  * arrays are unused, its one block is op->sendbuf, recv_len[rank] bytes).

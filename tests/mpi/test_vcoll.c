@@ -1,6 +1,6 @@
 /*
  * test_vcoll.c - the vector collectives (allgatherv, alltoallv, gatherv,
- * scatterv) compared
+ * scatterv, reduce_scatterv) compared
  * with MPI's own on MPI_COMM_WORLD (allgatherv also with a reference built
  * locally): blocks of uneven length (empty ones
  * among them) at displacements with gaps and in reverse rank order, whose
@@ -267,6 +267,56 @@ static void test_rooted(mt_ctx_t *t)
     free(len), free(displ), free(zl), free(zd);
 }
 
+/* reduce_scatterv against MPI_Reduce_scatter (mode 0 blocking, 1
+ * nonblocking, 2 in place: the result at recvbuf's start). */
+static void test_reduce_scatterv(mt_ctx_t *t)
+{
+    static const struct {
+        weft_datatype_t dt;
+        weft_op_t op;
+    } dops[] = {{WEFT_INT32, WEFT_SUM}, {WEFT_FLOAT64, WEFT_MAX}, {WEFT_UINT8, WEFT_BXOR},
+                {WEFT_INT16, WEFT_MIN}, {WEFT_FLOAT32, WEFT_SUM}, {WEFT_INT64, WEFT_PROD}};
+    const int p = t->size, me = t->rank;
+    int *len = mt_xmalloc(t, sizeof(int) * p);
+    size_t *zl = mt_xmalloc(t, sizeof(size_t) * p);
+    for (size_t d = 0; d < sizeof dops / sizeof dops[0]; d++)
+        for (int pat = 0; pat < NPAT; pat++)
+            for (int mode = 0; mode < 3; mode++) {
+                const weft_datatype_t dt = dops[d].dt;
+                const weft_op_t op = dops[d].op;
+                const size_t es = mt_dtype_size(dt);
+                size_t total = 0;
+                for (int r = 0; r < p; r++) {
+                    len[r] = pat_len(pat, r, 0, p);
+                    zl[r] = (size_t)len[r];
+                    total += zl[r];
+                }
+                char what[128];
+                snprintf(what, sizeof what, "reduce_scatterv %s %s pattern %d mode %d",
+                         weft_datatype_name(dt), weft_op_name(op), pat, mode);
+                char *in = mt_xmalloc(t, total * es), *out = mt_xmalloc(t, total * es);
+                char *ref = mt_xmalloc(t, (size_t)len[me] * es);
+                mt_fill(in, total, dt, op, me, 101 + (uint32_t)pat);
+                MPI_Reduce_scatter(in, ref, len, mt_mpi_dtype(dt), mt_mpi_op(op), MPI_COMM_WORLD);
+                weft_request_t req = WEFT_REQUEST_NULL;
+                weft_status_t st;
+                if (mode == 2) {
+                    memcpy(out, in, total * es);
+                    st = weft_reduce_scatterv(WEFT_IN_PLACE, out, zl, dt, op, t->comm);
+                } else if (mode == 1) {
+                    st = weft_ireduce_scatterv(in, out, zl, dt, op, t->comm, &req);
+                    memset(zl, 0xff, sizeof(size_t) * p); /* read during the call only */
+                } else {
+                    st = weft_reduce_scatterv(in, out, zl, dt, op, t->comm);
+                }
+                if (mt_call_done(t, st, mode == 1, &req, what))
+                    mt_compare(t, out, ref, (size_t)len[me], dt, dt == WEFT_FLOAT32 ? 1e-5 : 0.0,
+                               what);
+                free(in), free(out), free(ref);
+            }
+    free(len), free(zl);
+}
+
 /* An allgatherv and an alltoallv each twice in flight at once, waited on in
  * reverse order. */
 static void test_inflight(mt_ctx_t *t)
@@ -388,6 +438,14 @@ static void test_errors(mt_ctx_t *t)
               "gatherv NULL counts at the root (every rank its own root: each refuses alone)");
     MT_STATUS(t, weft_scatterv(x, c, d, y, 3, WEFT_INT32, me, t->comm), WEFT_ERR_INVALID_ARG,
               "scatterv recvcount differs from the root's sendcounts[root]");
+    MT_STATUS(t, weft_reduce_scatterv(x, y, c, WEFT_FLOAT32, WEFT_AVG, t->comm),
+              WEFT_ERR_UNSUPPORTED, "reduce_scatterv avg");
+    MT_STATUS(t, weft_reduce_scatterv(x, y, NULL, WEFT_INT32, WEFT_SUM, t->comm),
+              WEFT_ERR_INVALID_ARG, "reduce_scatterv NULL counts");
+    MT_STATUS(t, weft_reduce_scatterv(x, y, c, WEFT_FLOAT32, WEFT_BAND, t->comm), WEFT_ERR_DATATYPE,
+              "reduce_scatterv band on floats");
+    MT_STATUS(t, weft_ireduce_scatterv(x, y, c, WEFT_INT32, WEFT_SUM, t->comm, NULL),
+              WEFT_ERR_INVALID_ARG, "ireduce_scatterv NULL request");
     /* WEFT_CHECK_ARGS=1: ranks whose allgatherv totals differ all fail (no
      * rank waits for a block its peer does not send). */
     if (p > 1 && mt_env_long("WEFT_CHECK_ARGS", 0) == 1) {
@@ -486,6 +544,7 @@ int main(int argc, char **argv)
     test_allgatherv(&t);
     test_alltoallv(&t);
     test_rooted(&t);
+    test_reduce_scatterv(&t);
     test_inflight(&t);
     test_stream_order(&t);
     mt_info(&t, "test_vcoll: %.2f s", mt_elapsed(&t));
