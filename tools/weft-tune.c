@@ -274,7 +274,8 @@ static weft_status_t call(weft_coll_t coll, char *send, char *recv, size_t count
 {
     const weft_datatype_t f = WEFT_FLOAT32;
     if (coll == WEFT_COLL_ALLGATHERV || coll == WEFT_COLL_ALLTOALLV ||
-        coll == WEFT_COLL_GATHERV || coll == WEFT_COLL_SCATTERV)
+        coll == WEFT_COLL_GATHERV || coll == WEFT_COLL_SCATTERV ||
+        coll == WEFT_COLL_REDUCE_SCATTERV)
         for (int r = 0; r < size_; r++) v_counts[r] = count, v_displs[r] = (size_t)r * count;
     switch (coll) {
     case WEFT_COLL_ALLREDUCE: return weft_allreduce(send, recv, count, f, WEFT_SUM, comm);
@@ -294,6 +295,8 @@ static weft_status_t call(weft_coll_t coll, char *send, char *recv, size_t count
         return weft_gatherv(send, count, recv, v_counts, v_displs, f, 0, comm);
     case WEFT_COLL_SCATTERV:
         return weft_scatterv(send, v_counts, v_displs, recv, count, f, 0, comm);
+    case WEFT_COLL_REDUCE_SCATTERV:
+        return weft_reduce_scatterv(send, recv, v_counts, f, WEFT_SUM, comm);
     default: return WEFT_ERR_INVALID_ARG;
     }
 }

@@ -54,10 +54,11 @@ FAMILIES = [
      "table, else the cost model). The nonblocking form returns at once; Weft's engine thread "
      "progresses the operation while the caller computes."),
     ("weft_collectives", "weft.h",
-     lambda n: re.match(r"weft_i?(reduce_scatter|allgatherv?|bcast|reduce|alltoallv?|gatherv?|"
+     lambda n: re.match(r"weft_i?(reduce_scatterv?|allgatherv?|bcast|reduce|alltoallv?|gatherv?|"
                         r"scatterv?|barrier)$", n) is not None,
      "the other collectives: reduce_scatter, allgather, bcast, reduce, alltoall, gather, "
-     "scatter, barrier, and the vector forms allgatherv, alltoallv, gatherv, scatterv",
+     "scatter, barrier, and the vector forms allgatherv, alltoallv, gatherv, scatterv, "
+     "reduce_scatterv",
      "Host buffers. Each has a blocking form and a nonblocking one (prefix i) that returns a "
      "request. The vector forms take per-rank counts and displacements in elements (size_t), "
      "read during the call only (doc/api.md)."),
