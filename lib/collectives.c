@@ -540,9 +540,10 @@ static weft_status_t reduce_scatterv(const void *sendbuf, void *recvbuf, const s
         total += recvcounts[r];
     }
     const bool in_place = sendbuf == WEFT_IN_PLACE;
-    if (st == WEFT_SUCCESS &&
-        ((total > 0 && (recvbuf == NULL || (!in_place && sendbuf == NULL))) ||
-         (recvcounts[me] > 0 && recvbuf == NULL))) {
+    /* the input (in place: recvbuf) holds the whole vector; recvbuf
+     * otherwise only this rank's block, which may be empty */
+    if (st == WEFT_SUCCESS && ((total > 0 && (in_place ? recvbuf : sendbuf) == NULL) ||
+                               (recvcounts[me] > 0 && recvbuf == NULL))) {
         WEFT__ERROR("reduce_scatterv: NULL buffer for a vector that is not empty");
         st = WEFT_ERR_INVALID_ARG;
     }

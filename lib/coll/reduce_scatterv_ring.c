@@ -54,7 +54,8 @@ static weft_status_t after(weft__op_t *op, int s)
     weft__reduce3(acc(op, s), in_blk(op, b), rbuf(op), elems(op, b), op->dtype, op->rop);
     /* last round: block r is complete; through tmp, since in place the
      * output (recvbuf's start) may overlap the input block */
-    if (s == p - 2) memcpy(op->recvbuf, acc(op, s), blocks(op)->recv_len[r]);
+    if (s == p - 2 && blocks(op)->recv_len[r] > 0)
+        memcpy(op->recvbuf, acc(op, s), blocks(op)->recv_len[r]);
     return WEFT_SUCCESS;
 }
 

@@ -446,6 +446,18 @@ static void test_errors(mt_ctx_t *t)
               "reduce_scatterv band on floats");
     MT_STATUS(t, weft_ireduce_scatterv(x, y, c, WEFT_INT32, WEFT_SUM, t->comm, NULL),
               WEFT_ERR_INVALID_ARG, "ireduce_scatterv NULL request");
+    { /* recvbuf NULL where this rank's block is empty (MPI allows it) */
+        size_t *z = mt_xmalloc(t, sizeof(size_t) * p);
+        int *in = mt_xmalloc(t, sizeof(int) * p), out = -1;
+        for (int r = 0; r < p; r++) z[r] = r == 0 ? 1 : 0, in[r] = 0;
+        in[0] = 3 + me;
+        if (MT_STATUS(t, weft_reduce_scatterv(in, me == 0 ? &out : NULL, z, WEFT_INT32, WEFT_SUM,
+                                              t->comm), WEFT_SUCCESS,
+                      "reduce_scatterv, NULL recvbuf for an empty block"))
+            MT_CHECK(t, me != 0 || out == 3 * p + p * (p - 1) / 2,
+                     "reduce_scatterv, one block: %d", out);
+        free(z), free(in);
+    }
     /* WEFT_CHECK_ARGS=1: ranks whose allgatherv totals differ all fail (no
      * rank waits for a block its peer does not send). */
     if (p > 1 && mt_env_long("WEFT_CHECK_ARGS", 0) == 1) {
