@@ -5,8 +5,8 @@
  *
  * Defines MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast,
  * MPI_Reduce, MPI_Alltoall, MPI_Gather, MPI_Scatter, MPI_Allgatherv,
- * MPI_Alltoallv, MPI_Gatherv, MPI_Scatterv, MPI_Barrier, their
- * nonblocking forms, the MPI-4 large-count (_c) forms of all but the
+ * MPI_Alltoallv, MPI_Gatherv, MPI_Scatterv, MPI_Reduce_scatter, MPI_Barrier,
+ * their nonblocking forms, the MPI-4 large-count (_c) forms of all but the
  * barriers, MPI_Init, MPI_Init_thread, MPI_Query_thread and
  * MPI_Finalize, and with MPICH the completion calls MPI_Wait, MPI_Waitall,
  * MPI_Waitany, MPI_Waitsome, MPI_Testall, MPI_Testany and MPI_Testsome
@@ -70,7 +70,7 @@ enum wmpi_call {
     C_ALLGATHER, C_IALLGATHER, C_BCAST, C_IBCAST, C_REDUCE, C_IREDUCE,
     C_ALLTOALL, C_IALLTOALL, C_GATHER, C_IGATHER, C_SCATTER, C_ISCATTER,
     C_ALLGATHERV, C_IALLGATHERV, C_ALLTOALLV, C_IALLTOALLV,
-    C_GATHERV, C_IGATHERV, C_SCATTERV, C_ISCATTERV,
+    C_GATHERV, C_IGATHERV, C_SCATTERV, C_ISCATTERV, C_REDUCE_SCATTER, C_IREDUCE_SCATTER,
     C_BARRIER, C_IBARRIER, C_COUNT
 };
 static const char *const call_names[C_COUNT] = {
@@ -79,11 +79,12 @@ static const char *const call_names[C_COUNT] = {
     "MPI_Alltoall", "MPI_Ialltoall", "MPI_Gather", "MPI_Igather", "MPI_Scatter", "MPI_Iscatter",
     "MPI_Allgatherv", "MPI_Iallgatherv", "MPI_Alltoallv", "MPI_Ialltoallv",
     "MPI_Gatherv", "MPI_Igatherv", "MPI_Scatterv", "MPI_Iscatterv",
-    "MPI_Barrier", "MPI_Ibarrier"};
-/* The short names WEFT_MPI_CALLS takes ("allreduce" covers MPI_Iallreduce too). */
+    "MPI_Reduce_scatter", "MPI_Ireduce_scatter", "MPI_Barrier", "MPI_Ibarrier"};
+/* The short names WEFT_MPI_CALLS takes ("allreduce" covers MPI_Iallreduce too; a
+ * name is matched whole: "reduce_scatter" is not "reduce_scatter_block"). */
 static const char *const call_keys[C_COUNT / 2] = {
     "allreduce", "reduce_scatter_block", "allgather", "bcast", "reduce", "alltoall", "gather",
-    "scatter", "allgatherv", "alltoallv", "gatherv", "scatterv", "barrier"};
+    "scatter", "allgatherv", "alltoallv", "gatherv", "scatterv", "reduce_scatter", "barrier"};
 _Static_assert(C_COUNT % 2 == 0 && C_COUNT / 2 <= 32, "a blocking and a nonblocking form per key");
 
 enum wmpi_reason {
@@ -1494,7 +1495,8 @@ WMPI_DEF_IBLOCKS(Ialltoall, C_IALLTOALL, weft_ialltoall, _c, MPI_Count)
 #endif
 typedef struct vargs {
     size_t *slen, *soff;     /* alltoallv's send blocks (NULL: allgatherv, or in place) */
-    size_t *rlen, *roff;     /* the receive blocks */
+    size_t *rlen, *roff;     /* the receive blocks (reduce_scatter: rlen, the counts in
+                              * elements, and no roff) */
     size_t *heap;            /* the malloc'ed arrays, or NULL */
     weft_status_t st;        /* WEFT_ERR_NO_MEMORY: no room for the arrays, and the rooted
                               * forms' WEFT_ERR_INVALID_ARG (served: reported) */
@@ -1502,7 +1504,7 @@ typedef struct vargs {
     size_t stack[4 * WMPI_VSTACK];
 } vargs_t;
 
-/* k arrays of p entries in v: 1, or 0 (v->st set) without memory. */
+/* k (1, 2 or 4) arrays of p entries in v: 1, or 0 (v->st set) without memory. */
 static int vargs_alloc(vargs_t *v, int p, int k)
 {
     size_t *arr = v->stack;
@@ -1514,7 +1516,7 @@ static int vargs_alloc(vargs_t *v, int p, int k)
         }
     }
     v->rlen = arr;
-    v->roff = arr + p;
+    v->roff = k > 1 ? arr + p : NULL;
     v->slen = k > 2 ? arr + 2 * (size_t)p : NULL;
     v->soff = k > 2 ? arr + 3 * (size_t)p : NULL;
     return 1;
@@ -1626,6 +1628,63 @@ static int alltoallv_args(int call, const void *sbuf, const void *scounts, const
     return why;
 }
 
+/* reduce_scatter: a reduction (datatype and op as reduce_scatter_block's)
+ * whose result is cut into blocks of recvcounts[r] elements, end to end. The
+ * counts (int, or MPI_Count with large) become the size_t array Weft takes
+ * (v->rlen, in elements; on the stack up to WMPI_VSTACK ranks, malloc'ed
+ * beyond, freed as soon as the Weft call returned). MPI requires the same
+ * recvcounts on every rank, so the fall-through decided from them is the
+ * same on every rank: a NULL array, a negative count, or a vector whose
+ * bytes would not fit a ptrdiff_t go to MPI unchanged (MPI reports them).
+ * In place, recvbuf holds the whole vector and the result lands at its
+ * start. */
+static int reduce_scatter_args(int call, const void *sbuf, void *rbuf, const void *rcounts,
+                               int large, MPI_Datatype t, MPI_Op op, MPI_Comm comm, wargs_t *a,
+                               vargs_t *v)
+{
+    static char empty_block; /* recvbuf of an empty block, which MPI lets be NULL */
+    v->heap = NULL;
+    v->st = WEFT_SUCCESS;
+    v->rlen = v->roff = v->slen = v->soff = NULL;
+    const int placed = sbuf == MPI_IN_PLACE;
+    int rank = 0, size = 0;
+    size_t total = 0, own = 0;
+    int why = call_check(call);
+    if (why == R_WEFT) why = reduce_args(0, t, op, &a->t, &a->op);
+    if (why == R_WEFT) why = comm_lookup(comm, &a->e);
+    if (why == R_WEFT && !rank_size(a->e, &rank, &size)) why = R_BAD_COMM;
+    if (why == R_WEFT && size > 0 && rcounts == NULL) why = R_ARG;
+    if (why == R_WEFT && !vargs_alloc(v, size, 1)) return R_WEFT; /* v->st: reported */
+    if (why == R_WEFT) {
+        const MPI_Count lim = (MPI_Count)(PTRDIFF_MAX / weft_datatype_size(a->t));
+        MPI_Count sum = 0;
+        for (int r = 0; r < size && why == R_WEFT; r++) {
+            MPI_Count c = large ? ((const MPI_Count *)rcounts)[r]
+                                : (MPI_Count)((const int *)rcounts)[r];
+            if (c < 0 || c > lim - sum) {
+                why = R_ARG;
+            } else {
+                v->rlen[r] = (size_t)c;
+                sum += c;
+            }
+        }
+        if (why == R_WEFT) {
+            total = (size_t)sum;
+            own = v->rlen[rank];
+        }
+    }
+    if (why == R_WEFT && (placed ? null_buf(rbuf, total)
+                                 : (null_buf(sbuf, total) || null_buf(rbuf, own))))
+        why = R_ARG;
+    if (why != R_WEFT) vargs_free(v);
+    a->s = in_place(sbuf);
+    /* Weft takes no NULL recvbuf for a vector with data, even for an empty
+     * block of this rank's: nothing is written there */
+    a->r = why == R_WEFT && rbuf == NULL && total > 0 ? &empty_block : rbuf;
+    a->n = total;
+    return why;
+}
+
 /* The Weft call of a served v-form (wr: the nonblocking forms' request). */
 static weft_status_t v_issue(int call, const wargs_t *a, const vargs_t *v, weft_request_t *wr)
 {
@@ -1645,6 +1704,9 @@ static weft_status_t v_issue(int call, const wargs_t *a, const vargs_t *v, weft_
         return weft_scatterv(a->s, v->rlen, v->roff, a->r, a->n, a->t, v->root, wc);
     case C_ISCATTERV:
         return weft_iscatterv(a->s, v->rlen, v->roff, a->r, a->n, a->t, v->root, wc, wr);
+    case C_REDUCE_SCATTER: return weft_reduce_scatterv(a->s, a->r, v->rlen, a->t, a->op, wc);
+    case C_IREDUCE_SCATTER:
+        return weft_ireduce_scatterv(a->s, a->r, v->rlen, a->t, a->op, wc, wr);
     default: return WEFT_ERR_INTERNAL;
     }
 }
@@ -1718,6 +1780,25 @@ WMPI_DEF_ALLTOALLV(Alltoallv, C_ALLTOALLV, 0, , int, int, 0)
 WMPI_DEF_ALLTOALLV(Alltoallv, C_ALLTOALLV, 0, _c, MPI_Count, MPI_Aint, 1)
 WMPI_DEF_ALLTOALLV(Ialltoallv, C_IALLTOALLV, 1, , int, int, 0)
 WMPI_DEF_ALLTOALLV(Ialltoallv, C_IALLTOALLV, 1, _c, MPI_Count, MPI_Aint, 1)
+
+/* ---- reduce_scatter (a reduction cut into blocks of their own lengths) -------------------- */
+/* int recvcounts (LARGE 0), or the _c forms' MPI_Count (LARGE 1). */
+#define WMPI_DEF_REDUCE_SCATTER(NAME, CALL, NB, SFX, CT, LARGE)                                   \
+WMPI_EXPORT int MPI_##NAME##SFX(const void *sbuf, void *rbuf, const CT rcounts[], MPI_Datatype t, \
+                                MPI_Op op, MPI_Comm comm WMPI_REQ_PARAM_##NB)                     \
+{                                                                                                 \
+    wargs_t a;                                                                                    \
+    vargs_t v;                                                                                    \
+    int why = reduce_scatter_args(CALL, sbuf, rbuf, rcounts, LARGE, t, op, comm, &a, &v);         \
+    NOTE(CALL, why);                                                                              \
+    if (why != R_WEFT)                                                                            \
+        return PMPI_##NAME##SFX(sbuf, rbuf, rcounts, t, op, comm WMPI_REQ_ARG_##NB);              \
+    return v_serve(comm, CALL, &a, &v, WMPI_REQ_##NB);                                            \
+}
+WMPI_DEF_REDUCE_SCATTER(Reduce_scatter, C_REDUCE_SCATTER, 0, , int, 0)
+WMPI_DEF_REDUCE_SCATTER(Reduce_scatter, C_REDUCE_SCATTER, 0, _c, MPI_Count, 1)
+WMPI_DEF_REDUCE_SCATTER(Ireduce_scatter, C_IREDUCE_SCATTER, 1, , int, 0)
+WMPI_DEF_REDUCE_SCATTER(Ireduce_scatter, C_IREDUCE_SCATTER, 1, _c, MPI_Count, 1)
 
 /* ---- gather and scatter (rooted blocks) ---------------------------------------------------- */
 /* The root's side (many blocks) is mine_* at the root and ignored
