@@ -800,3 +800,191 @@ def test_rooted_v_bad_input_raises(comm):
     assert back[0] == r
     assert comm.algorithm("gatherv", 100) == "linear"
     assert comm.algorithm("scatterv", 100) == "linear"
+
+
+# ---- reduce_scatterv (MPI_Reduce_scatter) -------------------------------------------
+def rsv_counts(p):
+    # rank q's block: 3, 0, 2, 4 elements for ranks 0..3 (a zero among them)
+    return [agv_count(q) for q in range(p)]
+
+
+def rsv_input(op, r, total):
+    """Rank r's vector: for PROD, rank_values (products stay small); for the
+    others, values 1..11 that vary along the vector and with the rank, so
+    that a block landing on the wrong rank shows."""
+    if op == weft.PROD:
+        return rank_values(r, total)
+    return ((np.arange(total) * 7 + 3 * r) % 11 + 1).astype(np.float64)
+
+
+def rsv_ref(op, inputs):
+    """The element-wise reduction of every rank's vector (float64; exact)."""
+    vals = np.stack(inputs)
+    return {weft.SUM: vals.sum, weft.PROD: vals.prod, weft.MIN: vals.min,
+            weft.MAX: vals.max}[op](0)
+
+
+@pytest.mark.parametrize("wd,npt", DTYPES, ids=[weft.datatype_name(d) for d, _ in DTYPES])
+@pytest.mark.parametrize("op", [weft.SUM, weft.PROD, weft.MIN, weft.MAX],
+                         ids=["sum", "prod", "min", "max"])
+def test_reduce_scatterv(comm, wd, npt, op):
+    p, r = comm.size, comm.rank
+    dt = pass_dtype(wd)
+    counts = rsv_counts(p)
+    total, off = sum(counts), sum(counts[:r])
+    inputs = [rsv_input(op, q, total) for q in range(p)]  # every rank's, computed here
+    ref = rsv_ref(op, inputs)[off:off + counts[r]]
+    mine = to_storage(inputs[r], wd, npt)
+    # blocking, counts as a list
+    out = to_storage(np.full(counts[r], SENTINEL), wd, npt)
+    ret = comm.reduce_scatterv(mine, out, counts, op=op, dtype=dt)
+    # nonblocking, counts as a numpy array
+    out2 = to_storage(np.full(counts[r], SENTINEL), wd, npt)
+    got = comm.ireduce_scatterv(mine, out2, np.array(counts, np.int64), op, dt).wait()
+    # in place: the input is recvbuf, the whole vector; the result at its start
+    inpl = to_storage(inputs[r], wd, npt)
+    comm.reduce_scatterv(weft.IN_PLACE, inpl, counts, op=op, dtype=dt)
+    inpl2 = to_storage(inputs[r], wd, npt)
+    req = comm.ireduce_scatterv(weft.IN_PLACE, inpl2, tuple(counts), op=op, dtype=dt)
+    got2 = req.wait()
+    assert ret is out and got is out2 and got2 is inpl2
+    np.testing.assert_array_equal(to_values(out, wd), ref)
+    np.testing.assert_array_equal(to_values(out2, wd), ref)
+    np.testing.assert_array_equal(to_values(inpl[:counts[r]], wd), ref)
+    np.testing.assert_array_equal(to_values(inpl2[:counts[r]], wd), ref)
+    np.testing.assert_array_equal(mine, to_storage(inputs[r], wd, npt))
+
+
+@pytest.mark.parametrize("op,fn", [(weft.BAND, np.bitwise_and), (weft.BOR, np.bitwise_or),
+                                   (weft.BXOR, np.bitwise_xor)], ids=["band", "bor", "bxor"])
+@pytest.mark.parametrize("npt", [np.int8, np.uint16, np.int32, np.uint64])
+def test_reduce_scatterv_bitwise(comm, op, fn, npt):
+    p, r = comm.size, comm.rank
+    counts = [(q * 5 + 1) % 4 for q in range(p)]  # 1, 2, 3, 0
+    total, off = sum(counts), sum(counts[:r])
+    vals = [((np.arange(total) * 7 + 3 * q + 1) % 100).astype(npt) for q in range(p)]
+    out = np.zeros(counts[r], npt)
+    comm.ireduce_scatterv(vals[r], out, counts, op=op).wait()
+    ref = vals[0]
+    for v in vals[1:]:
+        ref = fn(ref, v)
+    np.testing.assert_array_equal(out, ref[off:off + counts[r]])
+
+
+def test_reduce_scatterv_float16_sum(comm):
+    # values that are not small integers: float16 rounds each partial sum,
+    # and the order of the additions is Weft's, so the result is compared
+    # with a tolerance (each operand is exact in float16)
+    p, r = comm.size, comm.rank
+    counts = [(5 * q + 2) % 7 for q in range(p)]  # 2, 0, 5, 3
+    total, off = sum(counts), sum(counts[:r])
+    inputs = [((np.arange(total) * 0.37 + q * 1.13) % 5).astype(np.float16) for q in range(p)]
+    out = np.zeros(counts[r], np.float16)
+    comm.reduce_scatterv(inputs[r], out, counts)
+    ref = np.sum([x.astype(np.float64) for x in inputs], 0)[off:off + counts[r]]
+    np.testing.assert_allclose(out.astype(np.float64), ref, rtol=2e-3 * p, atol=1e-2)
+
+
+def test_reduce_scatterv_sizes_and_kinds(comm):
+    # blocks past the ring's chunk (256 KiB) with a zero among them; every
+    # count zero; a 2-D recvbuf and sendbuf (counts in elements of the
+    # flattened arrays); a rank that alone gets everything
+    p, r = comm.size, comm.rank
+    counts = [(70001, 0, 33333, 100003)[q % 4] for q in range(p)]
+    total, off = sum(counts), sum(counts[:r])
+    x = (np.arange(total, dtype=np.float64) % 1000) * (r + 1)
+    out = np.full(counts[r], -1.0)
+    comm.reduce_scatterv(x, out, counts)
+    big = np.arange(total, dtype=np.float32) % 97 + r
+    comm.ireduce_scatterv(weft.IN_PLACE, big, counts, op=weft.MAX).wait()
+    empty_out = np.full(0, -1.0, np.float32)
+    comm.reduce_scatterv(np.zeros(0, np.float32), empty_out, [0] * p)
+    comm.reduce_scatterv(weft.IN_PLACE, np.zeros(0, np.int32), [0] * p)
+    last = [6 if q == p - 1 else 0 for q in range(p)]
+    grid_in = np.arange(6, dtype=np.int16).reshape(2, 3) * (r + 1)
+    grid = np.zeros((2, 3), np.int16) if r == p - 1 else np.zeros((0, 3), np.int16)
+    comm.reduce_scatterv(grid_in, grid, last)
+    mul = p * (p + 1) / 2
+    np.testing.assert_array_equal(out, (np.arange(total) % 1000)[off:off + counts[r]] * mul)
+    np.testing.assert_array_equal(big[:counts[r]],
+                                  (np.arange(total) % 97 + p - 1)[off:off + counts[r]])
+    if r == p - 1:
+        np.testing.assert_array_equal(grid, np.arange(6).reshape(2, 3) * mul)
+
+
+def test_reduce_scatterv_bad_input_raises(comm):
+    """Arguments refused on every rank alike (the lists are the same on every
+    rank, and every rank passes the same kind of bad buffer), so that none is
+    left in a collective: WeftError with the status. AVG is refused by
+    libweft (ERR_UNSUPPORTED), blocking and nonblocking."""
+    p, r = comm.size, comm.rank
+    counts = [q % 3 + 1 for q in range(p)]  # no zero: every recvbuf has elements
+    total, mine = sum(counts), counts[r]
+    x = np.ones(total, np.float32)
+    out = np.zeros(mine, np.float32)
+    inv = weft.ERR_INVALID_ARG
+    cases = [
+        ("counts too short", inv, lambda: comm.reduce_scatterv(x, out, counts[:-1])),
+        ("counts too long", inv, lambda: comm.ireduce_scatterv(x, out, counts + [0])),
+        ("negative count", inv,
+         lambda: comm.reduce_scatterv(x, out, counts[:-1] + [-counts[-1]])),
+        ("float count", inv, lambda: comm.reduce_scatterv(x, out, [float(c) for c in counts])),
+        ("counts None", inv, lambda: comm.reduce_scatterv(x, out, None)),
+        ("sendbuf not sum(counts)", inv, lambda: comm.reduce_scatterv(x[:-1], out, counts)),
+        ("sendbuf longer than sum(counts)", inv,
+         lambda: comm.ireduce_scatterv(np.ones(total + 1, np.float32), out, counts)),
+        ("recvbuf not counts[rank]", inv,
+         lambda: comm.reduce_scatterv(x, np.zeros(mine + 1, np.float32), counts)),
+        ("in place recvbuf not the vector", inv,
+         lambda: comm.reduce_scatterv(weft.IN_PLACE, x.copy()[:-1], counts)),
+        ("in place recvbuf counts[rank] only", inv,
+         lambda: comm.ireduce_scatterv(weft.IN_PLACE, out, counts) if total != mine
+         else comm.ireduce_scatterv(weft.IN_PLACE, out[:0], counts)),
+        ("read-only recvbuf", inv,
+         lambda: comm.reduce_scatterv(x, bytes(4 * mine), counts, dtype=weft.FLOAT32)),
+        ("dtypes differ", weft.ERR_DATATYPE,
+         lambda: comm.reduce_scatterv(x.astype(np.float64), out, counts)),
+        ("complex64 (no Weft datatype)", weft.ERR_DATATYPE,
+         lambda: comm.reduce_scatterv(np.ones(total, np.complex64),
+                                      np.zeros(mine, np.complex64), counts)),
+        ("bool (no Weft datatype)", weft.ERR_DATATYPE,
+         lambda: comm.ireduce_scatterv(np.ones(total, bool), np.zeros(mine, bool), counts)),
+        ("unknown op", weft.ERR_OP, lambda: comm.reduce_scatterv(x, out, counts, op=99)),
+        ("band of float32", weft.ERR_DATATYPE,
+         lambda: comm.reduce_scatterv(x, out, counts, op=weft.BAND)),
+        ("avg", weft.ERR_UNSUPPORTED, lambda: comm.reduce_scatterv(x, out, counts, op=weft.AVG)),
+        ("iavg", weft.ERR_UNSUPPORTED,
+         lambda: comm.ireduce_scatterv(x, out, counts, op="avg").wait()),
+        ("avg in place", weft.ERR_UNSUPPORTED,
+         lambda: comm.reduce_scatterv(weft.IN_PLACE, x.copy(), counts, op=weft.AVG)),
+    ]
+    got = []
+    for name, want, fn in cases:
+        try:
+            fn()
+            got.append((name, None))
+        except weft.WeftError as e:
+            got.append((name, e.status))
+    # the communicator is still in step
+    ok = np.zeros(mine, np.float32)
+    comm.reduce_scatterv(x, ok, counts)
+    assert got == [(n, w) for n, w, _ in cases]
+    assert (ok == p).all()
+    assert comm.algorithm("reduce_scatterv", 100) == "ring"
+
+
+def test_reduce_scatterv_empty_block_without_address(comm):
+    # torch's empty tensors have no address (data_ptr() 0): a rank whose
+    # block is empty may pass one as recvbuf
+    torch = pytest.importorskip("torch")
+    p, r = comm.size, comm.rank
+    counts = [0 if q % 2 else 2 for q in range(p)]  # 2, 0, 2, 0
+    x = torch.arange(float(sum(counts))) + r
+    out = torch.full((counts[r],), -1.0)
+    comm.reduce_scatterv(x, out, counts)
+    out2 = torch.full((counts[r],), -1.0)
+    comm.ireduce_scatterv(x, out2, counts, op=weft.MIN).wait()
+    off = sum(counts[:r])
+    ref = torch.arange(float(sum(counts)))[off:off + counts[r]]
+    assert torch.equal(out, ref * p + p * (p - 1) / 2)
+    assert torch.equal(out2, ref)

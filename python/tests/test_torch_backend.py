@@ -205,6 +205,76 @@ def test_uneven_gather_scatter_reduce_scatter():
         assert torch.equal(a2a[q], torch.full((r + 1,), float(q)))
 
 
+def test_reduce_scatter_uneven(monkeypatch):
+    # The list reduce_scatter of CPU tensors whose sizes differ by rank goes
+    # through one reduce_scatterv (where libweft has it) of the concatenated
+    # inputs; AVG (which reduce_scatterv does not serve), inputs of another
+    # dtype than the output and a libweft without it take one reduce per
+    # rank. 2-D tensors, a zero-size slot, a non-contiguous output, int and
+    # bool tensors, an async Work's future, and the route CUDA tensors take
+    # (host copies), run on CPU tensors.
+    r, p = rk()
+    calls = {"ireduce_scatterv": 0, "ireduce": 0}
+    for name in calls:
+        def counted(self, *a, _name=name, _f=getattr(weft.Comm, name), **k):
+            calls[_name] += 1
+            return _f(self, *a, **k)
+        monkeypatch.setattr(weft.Comm, name, counted)
+
+    def rows(q):  # rank q's block: (q + 1) % 3 rows of 2 (a zero on rank 2)
+        return (q + 1) % 3
+
+    def inp(j, src, dtype=torch.float32):  # rank src's input for rank j's block
+        return (torch.arange(rows(j) * 2.0).reshape(rows(j), 2) + j + 3 * src).to(dtype)
+
+    ins = [inp(j, r) for j in range(p)]
+    allv = torch.stack([torch.cat([inp(j, q).reshape(-1) for j in range(p)])
+                        for q in range(p)])
+    off = sum(rows(j) * 2 for j in range(p)[:r])
+
+    def want(red):
+        return red[off:off + rows(r) * 2].reshape(rows(r), 2)
+    s = torch.full((rows(r), 2), -1.0)
+    dist.reduce_scatter(s, ins)
+    m = torch.full((rows(r), 2), -1.0)
+    w = dist.reduce_scatter(m, ins, op=dist.ReduceOp.MAX, async_op=True)
+    fut = w.get_future().wait()
+    avg = torch.full((rows(r), 2), -1.0)
+    dist.reduce_scatter(avg, ins, op=dist.ReduceOp.AVG)
+    nc = torch.full((2, rows(r)), -1.0).t()  # not contiguous
+    dist.reduce_scatter(nc, ins, op=dist.ReduceOp.MIN)
+    it = torch.zeros(rows(r), 2, dtype=torch.int32)
+    dist.reduce_scatter(it, [inp(j, r, torch.int32) for j in range(p)],
+                        op=dist.ReduceOp.PRODUCT)
+    bl = torch.zeros(rows(r), 2, dtype=torch.bool)  # SUM of bool: any
+    dist.reduce_scatter(bl, [inp(j, r) % 2 == r % 2 for j in range(p)])
+    b = wt.WeftBackend(r, p, wt.world_comm())
+    via = torch.full((rows(r), 2), -1.0)
+    b._via_host(b.reduce_scatter, [via], [ins], None).wait()
+    n_new = dict(calls)
+    monkeypatch.setattr(wt, "_HAS_RSV", False)
+    old = torch.full((rows(r), 2), -1.0)
+    dist.reduce_scatter(old, ins, op=dist.ReduceOp.MAX)
+    monkeypatch.undo()
+    assert torch.equal(s, want(allv.sum(0)))
+    assert torch.equal(m, want(allv.max(0).values))
+    assert fut[0] is m or torch.equal(fut[0], m)
+    assert torch.allclose(avg, want(allv.sum(0) / p))
+    assert torch.equal(nc, want(allv.min(0).values))
+    ints = torch.stack([torch.cat([inp(j, q, torch.int32).reshape(-1) for j in range(p)])
+                        for q in range(p)])
+    assert torch.equal(it, want(ints.prod(0)))
+    bools = torch.stack([torch.cat([(inp(j, q) % 2 == q % 2).reshape(-1) for j in range(p)])
+                         for q in range(p)])
+    assert bl.dtype == torch.bool and torch.equal(bl, want(bools.any(0)))
+    assert torch.equal(via, s)
+    assert torch.equal(old, m)
+    if p > 1 and wt._HAS_RSV:  # on one rank the sizes are all alike: the even path
+        # s, m, nc, it, bl, via: one reduce_scatterv each; avg: one reduce per rank
+        assert n_new == {"ireduce_scatterv": 6, "ireduce": p}, n_new
+        assert calls == {"ireduce_scatterv": 6, "ireduce": 2 * p}, calls
+
+
 def test_reduce_scatter_forms():
     r, p = rk()
     ins = [torch.full((3,), float(r * 10 + j)) for j in range(p)]

@@ -46,8 +46,8 @@ from ._bootstrap import init_with_store  # worlds started without an MPI launche
 __version__ = "0.1.0"
 
 #: Pass as the send buffer for the in-place forms (allgather, allgatherv,
-#: alltoallv, reduce at the root, gather and gatherv at the root), as the
-#: receive buffer of scatter and scatterv at the root.
+#: alltoallv, reduce_scatterv, reduce at the root, gather and gatherv at the
+#: root), as the receive buffer of scatter and scatterv at the root.
 IN_PLACE = type("InPlace", (), {"__repr__": lambda self: "weft.IN_PLACE"})()
 #: Color of a rank that joins no communicator in Comm.split.
 UNDEFINED = -1
@@ -57,7 +57,7 @@ _TRANSPORTS = {None: 0, "default": 0, "mpi": 1, "ucx": 2, 0: 0, 1: 1, 2: 2}
 # in the order of weft_coll_t
 _COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
                 "gather", "scatter", "barrier", "allgatherv", "alltoallv", "gatherv",
-                "scatterv")
+                "scatterv", "reduce_scatterv")
 _byref = ctypes.byref
 _c_request = _lib.c_request
 _c_allreduce = _lib.weft_allreduce
@@ -277,6 +277,11 @@ def _sizes(values, scale):
     return (_lib.N * len(values))(*[v * scale for v in values])
 
 
+#: A valid address for an empty buffer that has none (nothing is written there).
+_NOWHERE_BUF = ctypes.create_string_buffer(16)
+_NOWHERE = ctypes.addressof(_NOWHERE_BUF)
+
+
 def _v_fn(name):
     f = getattr(_lib, name, None)
     if f is None:
@@ -384,7 +389,7 @@ class Comm:
         """The algorithm Weft would run for `collective` ("allreduce",
         "reduce_scatter", "allgather", "bcast", "reduce", "alltoall",
         "gather", "scatter", "barrier", "allgatherv", "alltoallv", "gatherv",
-        "scatterv") of `count` elements (a v-form: the whole vector) of
+        "scatterv", "reduce_scatterv") of `count` elements (a v-form: the whole vector) of
         `dtype` on this communicator: its name ("ring", "shm", ...), as
         weft_query_algo and weft-info give it. Any thread."""
         try:
@@ -464,6 +469,53 @@ class Comm:
         return self._req(_lib.weft_ireduce_scatter,
                          (s.ptr, r.ptr, r.count, r.dtype, _op(op), self._h), (s, r), recvbuf,
                          "weft_ireduce_scatter")
+
+    # ---- reduce_scatterv ----------------------------------------------------
+    def _rsv_args(self, sendbuf, recvbuf, counts, op, dtype):
+        p, me = self.size, self.rank
+        counts = _v_list(counts, p, "counts", "reduce_scatterv")
+        total = sum(counts)
+        r = _resolve(recvbuf, "recvbuf", True, dtype, self._dev)
+        _host_only(r, "reduce_scatterv")
+        if sendbuf is IN_PLACE:  # the input is recvbuf, the whole vector
+            if r.count != total:
+                raise WeftError(ERR_INVALID_ARG, "reduce_scatterv: recvbuf holds %d elements, "
+                                "in place it holds the whole vector, sum(counts) = %d"
+                                % (r.count, total))
+            sp, keep = _INPL, (r,)
+        else:
+            s = _resolve(sendbuf, "sendbuf", False, dtype, self._dev)
+            _host_only(s, "reduce_scatterv")
+            _same(s, r, "reduce_scatterv")
+            if s.count != total:
+                raise WeftError(ERR_INVALID_ARG, "reduce_scatterv: sendbuf holds %d elements, "
+                                "sum(counts) is %d" % (s.count, total))
+            if r.count != counts[me]:
+                raise WeftError(ERR_INVALID_ARG, "reduce_scatterv: recvbuf holds %d elements, "
+                                "counts[%d] is %d" % (r.count, me, counts[me]))
+            sp, keep = s.ptr, (s, r)
+        # An empty block's recvbuf may have no address (torch's empty
+        # tensors: data_ptr() 0), which libweft refuses unless the whole
+        # vector is empty; Weft writes nothing there, so any address serves.
+        rp = r.ptr if r.ptr or sendbuf is IN_PLACE else _NOWHERE
+        return (sp, rp, _sizes(counts, 1), r.dtype, _op(op), self._h), keep
+
+    def reduce_scatterv(self, sendbuf, recvbuf, counts, op=SUM, dtype=None):
+        """Reduce sendbuf (sum(counts) elements) over the ranks, cut the
+        result into consecutive blocks of counts[q] elements: rank q gets
+        block q in recvbuf (counts[q] elements). counts: one entry per
+        rank, the same on every rank (MPI_Reduce_scatter). sendbuf
+        IN_PLACE: the input is recvbuf (the whole vector), and the result
+        lands at its start. Every op but AVG (WeftError ERR_UNSUPPORTED:
+        reduce with SUM, then divide)."""
+        args, _ = self._rsv_args(sendbuf, recvbuf, counts, op, dtype)
+        _check(_v_fn("weft_reduce_scatterv")(*args), "weft_reduce_scatterv")
+        return recvbuf
+
+    def ireduce_scatterv(self, sendbuf, recvbuf, counts, op=SUM, dtype=None):
+        args, keep = self._rsv_args(sendbuf, recvbuf, counts, op, dtype)
+        return self._req(_v_fn("weft_ireduce_scatterv"), args, keep, recvbuf,
+                         "weft_ireduce_scatterv")
 
     # ---- allgather ---------------------------------------------------------
     def _ag_args(self, sendbuf, recvbuf, dtype):

@@ -18,8 +18,9 @@ torch's store: weft.init_with_store, where rank 0 serves MPI's startup.
 
 What the backend serves: allreduce (sum, avg, min, max, product, band,
 bor, bxor; bool tensors too, SUM as any and PRODUCT as all), broadcast, reduce, allgather (list and into-tensor),
-reduce_scatter (list and tensor), alltoall (list and single, even and
-uneven splits), gather, scatter, barrier, send, recv (and batch_isend_irecv),
+reduce_scatter (list and tensor; sizes that differ by rank by
+reduce_scatterv), alltoall (list and single, even and uneven splits),
+gather, scatter, barrier, send, recv (and batch_isend_irecv),
 allreduce_coalesced, and the coalesced into-tensor allgather and
 reduce_scatter that torch's functional collectives call (DTensor, FSDP2).
 Groups: the world and new_group(ranks) over any ranks, each group on a Weft
@@ -29,7 +30,7 @@ CPU tensors, and CUDA tensors. allreduce, broadcast, allgather,
 reduce_scatter and even alltoall of CUDA tensors run on a Weft communicator
 bound to the tensor's current CUDA stream (NCCL for large ones but alltoall,
 host transfer otherwise): they are ordered on that stream, and the calling thread
-does not wait. reduce, gather, scatter, uneven alltoall, send and recv (and
+does not wait. reduce, gather, scatter, uneven alltoall and reduce_scatter, send and recv (and
 every collective where this libweft has no usable CUDA) take CUDA tensors
 through host copies: the calling thread waits for the copy to the host, and
 the results are copied back when the Work is waited for.
@@ -77,6 +78,9 @@ _world = None  # the Weft world communicator shared by this module
 # the vector collectives (allgatherv, alltoallv); an older libweft lacks them,
 # and the uneven paths then exchange point to point (broadcasts, _pairwise)
 _HAS_V = weft._lib.has("weft_iallgatherv") and weft._lib.has("weft_ialltoallv")
+# reduce_scatterv (MPI_Reduce_scatter), newer still: without it the uneven
+# reduce_scatter runs one reduce per rank
+_HAS_RSV = weft._lib.has("weft_ireduce_scatterv")
 
 
 def world_comm():
@@ -666,13 +670,10 @@ class WeftBackend(_BASE):
         for out, ins in zip(outputs, input_lists):
             _check_slots("reduce_scatter", ins, comm.size, comm.rank, out)
         if any(t.numel() != out.numel() for out, ins in zip(outputs, input_lists) for t in ins):
-            # sizes that differ by rank (every rank sees them in its inputs):
-            # one reduce per rank, to that rank
+            # sizes that differ by rank (every rank sees them in its inputs)
             if dev:
                 return self._via_host(self.reduce_scatter, outputs, input_lists, opts)
-            reqs = [comm.ireduce(t.contiguous(), out if q == comm.rank else None, op=op, root=q)
-                    for out, ins in zip(outputs, input_lists) for q, t in enumerate(ins)]
-            return _work(reqs, outputs)
+            return self._reduce_scatter_uneven(comm, op, outputs, input_lists)
         reqs, keep = [], []
         for out, ins in zip(outputs, input_lists):
             flat = torch.cat([t.reshape(-1) for t in ins])
@@ -683,6 +684,32 @@ class WeftBackend(_BASE):
                 reqs.append(comm.ireduce_scatter(flat, out, op=op))
         if dev:
             return self._cuda_done(outputs)
+        return _work(reqs, outputs)
+
+    def _reduce_scatter_uneven(self, comm, op, outputs, input_lists):
+        """reduce_scatter of host tensors whose sizes differ by rank: one
+        reduce_scatterv per output, of the concatenation of its input list
+        into the output (through a contiguous copy where the output is not
+        contiguous). With AVG (which reduce_scatterv does not serve), inputs
+        of another dtype than their output, or a libweft without
+        reduce_scatterv: one reduce per rank, to that rank."""
+        if _HAS_RSV and op != weft.AVG and all(t.dtype == out.dtype for out, ins in
+                                               zip(outputs, input_lists) for t in ins):
+            reqs, copies = [], []
+            for out, ins in zip(outputs, input_lists):
+                flat = torch.cat([t.reshape(-1) for t in ins])
+                recv = out if out.is_contiguous() else \
+                    torch.empty_like(out, memory_format=torch.contiguous_format)
+                if recv is not out:
+                    copies.append((out, recv))
+                reqs.append(comm.ireduce_scatterv(flat, recv, [t.numel() for t in ins], op=op))
+
+            def copy_out():
+                for out, recv in copies:
+                    out.copy_(recv)
+            return _work(reqs, outputs, after=copy_out if copies else None)
+        reqs = [comm.ireduce(t.contiguous(), out if q == comm.rank else None, op=op, root=q)
+                for out, ins in zip(outputs, input_lists) for q, t in enumerate(ins)]
         return _work(reqs, outputs)
 
     def reduce_scatter_single(self, output, inp, opts=None):
