@@ -369,6 +369,23 @@ def test_uneven_v_paths(monkeypatch):
                          {"iallgatherv": 0, "ialltoallv": 2}), calls
 
 
+def test_reduce_scatterv_empty_block_without_address():
+    # torch's empty tensors have no address (data_ptr() 0): a rank whose
+    # block is empty passes one as recvbuf, as MPI allows (libweft takes NULL)
+    comm = wt.world_comm()
+    p, r = comm.size, comm.rank
+    counts = [0 if q % 2 else 2 for q in range(p)]  # 2, 0, 2, 0
+    x = torch.arange(float(sum(counts))) + r
+    out = torch.full((counts[r],), -1.0)
+    comm.reduce_scatterv(x, out, counts)
+    out2 = torch.full((counts[r],), -1.0)
+    comm.ireduce_scatterv(x, out2, counts, op=weft.MIN).wait()
+    off = sum(counts[:r])
+    ref = torch.arange(float(sum(counts)))[off:off + counts[r]]
+    assert torch.equal(out, ref * p + p * (p - 1) / 2)
+    assert torch.equal(out2, ref)
+
+
 def test_gather_scatter_barrier():
     r, p = rk()
     root = p - 1

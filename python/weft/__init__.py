@@ -277,11 +277,6 @@ def _sizes(values, scale):
     return (_lib.N * len(values))(*[v * scale for v in values])
 
 
-#: A valid address for an empty buffer that has none (nothing is written there).
-_NOWHERE_BUF = ctypes.create_string_buffer(16)
-_NOWHERE = ctypes.addressof(_NOWHERE_BUF)
-
-
 def _v_fn(name):
     f = getattr(_lib, name, None)
     if f is None:
@@ -494,11 +489,9 @@ class Comm:
                 raise WeftError(ERR_INVALID_ARG, "reduce_scatterv: recvbuf holds %d elements, "
                                 "counts[%d] is %d" % (r.count, me, counts[me]))
             sp, keep = s.ptr, (s, r)
-        # An empty block's recvbuf may have no address (torch's empty
-        # tensors: data_ptr() 0), which libweft refuses unless the whole
-        # vector is empty; Weft writes nothing there, so any address serves.
-        rp = r.ptr if r.ptr or sendbuf is IN_PLACE else _NOWHERE
-        return (sp, rp, _sizes(counts, 1), r.dtype, _op(op), self._h), keep
+        # an empty block's recvbuf may have no address (torch's empty
+        # tensors: data_ptr() 0): libweft takes NULL there, as MPI does
+        return (sp, r.ptr, _sizes(counts, 1), r.dtype, _op(op), self._h), keep
 
     def reduce_scatterv(self, sendbuf, recvbuf, counts, op=SUM, dtype=None):
         """Reduce sendbuf (sum(counts) elements) over the ranks, cut the
