@@ -1642,7 +1642,6 @@ static int reduce_scatter_args(int call, const void *sbuf, void *rbuf, const voi
                                int large, MPI_Datatype t, MPI_Op op, MPI_Comm comm, wargs_t *a,
                                vargs_t *v)
 {
-    static char empty_block; /* recvbuf of an empty block, which MPI lets be NULL */
     v->heap = NULL;
     v->st = WEFT_SUCCESS;
     v->rlen = v->roff = v->slen = v->soff = NULL;
@@ -1678,9 +1677,7 @@ static int reduce_scatter_args(int call, const void *sbuf, void *rbuf, const voi
         why = R_ARG;
     if (why != R_WEFT) vargs_free(v);
     a->s = in_place(sbuf);
-    /* Weft takes no NULL recvbuf for a vector with data, even for an empty
-     * block of this rank's: nothing is written there */
-    a->r = why == R_WEFT && rbuf == NULL && total > 0 ? &empty_block : rbuf;
+    a->r = rbuf; /* NULL where this rank's block is empty: Weft takes it, as MPI does */
     a->n = total;
     return why;
 }
