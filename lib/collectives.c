@@ -367,15 +367,16 @@ static weft__vblocks_t *v_alloc(int p)
     return v;
 }
 
-/* Caller thread: build_coll for a vector collective with its blocks v (owned
- * by the op from here on, freed here on failure), then issue. */
+/* Caller thread: build_coll for a vector collective of `count` elements
+ * (this rank's share: what it receives, or its own block) with its blocks v
+ * (owned by the op from here on, freed here on failure), then issue. */
 static weft_status_t issue_v(weft__comm_t *c, const weft__coll_args_t *args, const void *sendbuf,
-                             void *recvbuf, size_t total, weft_datatype_t dtype,
+                             void *recvbuf, size_t count, weft_datatype_t dtype, weft_op_t rop,
                              weft__vblocks_t *v, weft_request_t *req)
 {
     weft__op_t *op = NULL;
     const size_t es = weft__dtype_size(dtype);
-    weft_status_t st = build_coll(c, args, sendbuf, recvbuf, total, total * es, dtype, WEFT_SUM,
+    weft_status_t st = build_coll(c, args, sendbuf, recvbuf, count, count * es, dtype, rop,
                                   args->root, &op);
     if (st != WEFT_SUCCESS) {
         free(v);
@@ -420,7 +421,7 @@ static weft_status_t allgatherv(const void *sendbuf, size_t sendcount, void *rec
     }
     v->recv_extent = extent;
     if (sendbuf == WEFT_IN_PLACE) sendbuf = (char *)recvbuf + v->recv_off[me];
-    return issue_v(c, &args, sendbuf, recvbuf, total, dtype, v, req);
+    return issue_v(c, &args, sendbuf, recvbuf, total, dtype, WEFT_SUM, v, req);
 }
 
 weft_status_t weft_allgatherv(const void *sendbuf, size_t sendcount, void *recvbuf,
@@ -482,7 +483,7 @@ static weft_status_t alltoallv(const void *sendbuf, const size_t *sendcounts, co
     }
     v->recv_extent = rext;
     if (in_place) sendbuf = recvbuf;
-    return issue_v(c, &args, sendbuf, recvbuf, rtotal, dtype, v, req);
+    return issue_v(c, &args, sendbuf, recvbuf, rtotal, dtype, WEFT_SUM, v, req);
 }
 
 weft_status_t weft_alltoallv(const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
@@ -553,17 +554,8 @@ static weft_status_t reduce_scatterv(const void *sendbuf, void *recvbuf, const s
     }
     v->recv_extent = total * es;
     if (in_place) sendbuf = recvbuf;
-    /* the op's count and bytes: this rank's result block */
-    weft__op_t *op = NULL;
-    st = build_coll(c, &args, sendbuf, recvbuf, recvcounts[me], v->recv_len[me], dtype, rop, -1,
-                    &op);
-    if (st != WEFT_SUCCESS) {
-        free(v);
-        return st;
-    }
-    op->owned = v;
-    op->arg = v;
-    return weft__issue(op, req);
+    /* the op's count: this rank's result block */
+    return issue_v(c, &args, sendbuf, recvbuf, recvcounts[me], dtype, rop, v, req);
 }
 
 weft_status_t weft_reduce_scatterv(const void *sendbuf, void *recvbuf, const size_t *recvcounts,
@@ -643,7 +635,7 @@ static weft_status_t rooted_v(const char *what, weft_coll_t coll, const void *se
         if (gather) recvbuf = NULL;
         else sendbuf = NULL;
     }
-    return issue_v(c, &args, sendbuf, recvbuf, own, dtype, v, req);
+    return issue_v(c, &args, sendbuf, recvbuf, own, dtype, WEFT_SUM, v, req);
 }
 
 weft_status_t weft_gatherv(const void *sendbuf, size_t sendcount, void *recvbuf,

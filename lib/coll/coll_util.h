@@ -76,6 +76,12 @@ static inline void weft__piece_range(size_t n, size_t bs, int a, int b, size_t *
     *hi = h < n ? h : n;
 }
 
+/** Rounds of a linear (root-centred) algorithm whose root talks to the p-1
+ * others WEFT__MAX_XFER at a time. */
+static inline int weft__linear_rounds(int p)
+{
+    return (p - 1 + WEFT__MAX_XFER - 1) / WEFT__MAX_XFER;
+}
 /** One round of a round-based algorithm: post (or process) round k. */
 typedef weft_status_t (*weft__round_fn)(weft__op_t *op, int k);
 

@@ -15,8 +15,6 @@ static double cost(int p, size_t n, const weft__cost_t *c)
     return (p - 1) * (c->alpha + (double)n * c->beta);
 }
 
-static int nrounds(int p) { return (p - 1 + WEFT__MAX_XFER - 1) / WEFT__MAX_XFER; }
-
 /* Round k at the root: receive from relative ranks 1 + k*MAX .. ; elsewhere one send. */
 static weft_status_t post(weft__op_t *op, int k)
 {
@@ -34,7 +32,7 @@ static weft_status_t post(weft__op_t *op, int k)
 /* Engine side. */
 static weft_status_t step(weft__op_t *op)
 {
-    return weft__rounds_drive(op, nrounds(op->comm->size), post, NULL);
+    return weft__rounds_drive(op, weft__linear_rounds(op->comm->size), post, NULL);
 }
 
 /* Engine side: the root's own block into place (unless in place). */

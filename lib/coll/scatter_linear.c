@@ -11,8 +11,6 @@ static double cost(int p, size_t n, const weft__cost_t *c)
     return (p - 1) * (c->alpha + (double)n * c->beta);
 }
 
-static int nrounds(int p) { return (p - 1 + WEFT__MAX_XFER - 1) / WEFT__MAX_XFER; }
-
 static weft_status_t post(weft__op_t *op, int k)
 {
     int p = op->comm->size, r = op->comm->rank;
@@ -29,7 +27,7 @@ static weft_status_t post(weft__op_t *op, int k)
 static weft_status_t step(weft__op_t *op)
 {
     if (op->bytes == 0) return WEFT_SUCCESS;
-    return weft__rounds_drive(op, nrounds(op->comm->size), post, NULL);
+    return weft__rounds_drive(op, weft__linear_rounds(op->comm->size), post, NULL);
 }
 
 /* Engine side. In place at the root, recvbuf already points at its block. */
