@@ -29,12 +29,15 @@
  *    a contiguous datatype on one rank and a non-contiguous one on another
  *    would split between Weft and MPI (WEFT_MPI_CALLS limits what is served).
  *  - Nonblocking calls return generalized requests, so every MPI completion
- *    call works: with MPICH (MPIX_Grequest_start) the interposed
- *    MPI_Wait/MPI_Waitall wait on ours with weft_wait, MPI_Waitany/
+ *    call works: with MPICH (MPIX_Grequest_start, started ahead) the
+ *    interposed MPI_Wait/MPI_Waitall wait on ours with weft_wait and, done
+ *    without error, hand back MPI_REQUEST_NULL at once (the MPI request is
+ *    completed and freed later, off the program's path), MPI_Waitany/
  *    MPI_Waitsome test them and sleep on a doorbell Weft's completion
  *    callback rings (bounded pauses when MPI requests are mixed in),
  *    MPI_Testall/Testany/Testsome test them with weft_test (MPI_Test is
- *    MPICH's, which polls them), and MPICH's own call then does the rest; elsewhere Weft's completion callback completes them
+ *    MPICH's, which polls them), and MPICH's own call then does the rest;
+ *    elsewhere Weft's completion callback completes them
  *    (weft_request_on_complete + MPI_Grequest_complete).
  *  - A Weft failure is returned as an MPI error code of the matching class
  *    through the communicator's error handler (MPI_Comm_call_errhandler).
@@ -616,6 +619,9 @@ WMPI_EXPORT int MPI_Finalize(void)
             free(z);
             z = n;
         }
+#if WMPI_POLL
+        greq_housekeep(0); /* no callback runs any more: the retired and the ready requests */
+#endif
         int rc = PMPI_Comm_free_keyval(&wmpi_keyval);
         if (rc != MPI_SUCCESS) wmpi_log("MPI_Comm_free_keyval failed (%d)", rc);
     } else if (wmpi_verbose) {
@@ -649,8 +655,8 @@ typedef struct greq {
     MPI_Request mpi;
     weft_status_t st;   /* the operation's status, written before MPI_Grequest_complete */
     int completed;      /* MPI_Grequest_complete called */
-    int armed;          /* WMPI_POLL: the doorbell callback is registered (once) */
-    int tracked;        /* WMPI_POLL: in the table (else its slot is only reserved) */
+    int armed;          /* WMPI_POLL: the completion callback is registered (once) */
+    int slot;           /* WMPI_POLL: SLOT_NONE, SLOT_RESERVED or SLOT_TRACKED (in the table) */
     wmpi_comm_t *e;
     struct greq *next;  /* the pool of free records */
 } greq_t;
@@ -675,7 +681,29 @@ typedef struct greq {
 static pthread_mutex_t greq_lock = PTHREAD_MUTEX_INITIALIZER;
 static greq_t *greq_pool; /* free records, linked by next */
 static int greq_npool;
+enum { SLOT_NONE, SLOT_RESERVED, SLOT_TRACKED };
 #if WMPI_POLL
+/* MPICH's side of a generalized request off the program's path. Measured
+ * after a device-style compute (doc/mpi_interposition.md), MPICH's
+ * MPIX_Grequest_start, MPI_Grequest_complete and MPI_Wait of the completed
+ * request cost 0.8 - 1.3 us together, more than Weft's own issue and wait,
+ * and all of it on the program's thread. So the requests are started ahead
+ * (greq_ready: up to GREQ_READY, each with its record as extra state), and an
+ * MPI_Wait/MPI_Waitall that finds its operation done without error gives the
+ * program MPI_REQUEST_NULL at once and leaves the MPI request, completed in
+ * Weft and out of the table, on greq_retired. greq_housekeep, run by the
+ * completion callback of the next operation (on the engine thread while the
+ * program computes), completes and frees the retired requests and starts new
+ * ones; MPI_Finalize does what is left. A retired request stays allocated in
+ * MPICH until then, so its handle is not reused while the program may still
+ * hold a copy of it in its own variables: the handle it was given is the one
+ * MPI_Wait overwrote. Both lists under greq_lock; MPICH is called outside it
+ * (its free function takes greq_lock under MPICH's lock). */
+#define GREQ_READY 4
+static greq_t *greq_ready, *greq_retired;
+static int greq_nready;
+static _Atomic int greq_work;                    /* a hint: retired requests, or ready ones short */
+static _Thread_local int greq_in_mpich;           /* this thread is inside MPICH (greq_poll) */
 static greq_t **greq_tab;                     /* greq_cap slots (a power of two), NULL: empty */
 static size_t greq_cap, greq_count, greq_reserved;
 static _Atomic int greq_nlive;
@@ -718,7 +746,7 @@ static void greq_track(greq_t *g)
     size_t mask = greq_cap - 1, j = greq_slot(g->mpi, mask);
     while (greq_tab[j] != NULL) j = (j + 1) & mask;
     greq_tab[j] = g;
-    g->tracked = 1;
+    g->slot = SLOT_TRACKED;
     greq_count++;
     atomic_fetch_add_explicit(&greq_nlive, 1, memory_order_relaxed);
     pthread_mutex_unlock(&greq_lock);
@@ -789,6 +817,8 @@ static greq_t *greq_alloc(void)
         pthread_mutex_lock(&greq_lock);
         greq_reserved--;
         pthread_mutex_unlock(&greq_lock);
+    } else {
+        g->slot = SLOT_RESERVED;
     }
 #endif
     return g;
@@ -796,14 +826,12 @@ static greq_t *greq_alloc(void)
 
 /* Give g back: out of the table (or its reservation back, when it was never
  * handed out), into the pool. */
-static void greq_release(greq_t *g, int tracked)
+static void greq_release(greq_t *g)
 {
     pthread_mutex_lock(&greq_lock);
 #if WMPI_POLL
-    if (tracked) greq_untrack_locked(g);
-    else greq_reserved--;
-#else
-    (void)tracked;
+    if (g->slot == SLOT_TRACKED) greq_untrack_locked(g);
+    else if (g->slot == SLOT_RESERVED) greq_reserved--;
 #endif
     if (greq_npool < GREQ_POOL) {
         g->next = greq_pool;
@@ -830,7 +858,7 @@ static int greq_query(void *extra, MPI_Status *status)
 static int greq_free(void *extra)
 {
     greq_t *g = extra;
-    greq_release(g, g->tracked);
+    greq_release(g);
     return MPI_SUCCESS;
 }
 
@@ -860,9 +888,11 @@ static int greq_poll(void *extra, MPI_Status *status)
 {
     (void)status;
     greq_t *g = extra;
-    if (g->completed) return MPI_SUCCESS;
+    if (g->completed || g->e == NULL) return MPI_SUCCESS; /* e NULL: started ahead, no call yet */
     int done = 0;
+    greq_in_mpich = 1; /* a completion callback run by this weft_test leaves MPICH alone */
     weft_status_t st = weft_test(&g->wr, &done);
+    greq_in_mpich = 0;
     if (!done && st == WEFT_SUCCESS) return MPI_SUCCESS;
     return greq_finish(g, st);
 }
@@ -874,13 +904,162 @@ static int greq_wait(int count, void **states, double timeout, MPI_Status *statu
     (void)timeout;
     (void)status;
     int rc = MPI_SUCCESS;
+    greq_in_mpich = 1;
     for (int i = 0; i < count; i++) {
         greq_t *g = states[i];
-        if (g->completed) continue;
+        if (g->completed || g->e == NULL) continue;
         int r = greq_finish(g, weft_wait(&g->wr));
         if (rc == MPI_SUCCESS) rc = r;
     }
+    greq_in_mpich = 0;
     return rc;
+}
+
+/* The doorbell of MPI_Waitany/MPI_Waitsome (below). */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;   /* initialised by doorbell_init, on CLOCK_MONOTONIC if it can */
+    unsigned long gen;     /* rings so far */
+} doorbell = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static pthread_once_t doorbell_once = PTHREAD_ONCE_INIT;
+static clockid_t doorbell_clock = CLOCK_REALTIME; /* the clock of the condition's deadlines */
+static int doorbell_ok;                            /* the condition variable is initialised */
+
+/* Once, before the first request is armed (greq_end, arm_ours), so before
+ * any ring or wait: pthread_once publishes it to every thread that calls it
+ * after. */
+static void doorbell_init(void)
+{
+    pthread_condattr_t a;
+    int attr = pthread_condattr_init(&a) == 0;
+    if (attr && pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 &&
+        pthread_cond_init(&doorbell.cond, &a) == 0) {
+        doorbell_clock = CLOCK_MONOTONIC;
+        doorbell_ok = 1;
+    } else if (pthread_cond_init(&doorbell.cond, NULL) == 0) {
+        doorbell_ok = 1;
+    } else {
+        wmpi_log("pthread_cond_init failed: waits on requests of ours poll with pauses");
+    }
+    if (attr) pthread_condattr_destroy(&a);
+}
+
+/* In Weft's completion callback of an armed request (greq_completed): on
+ * the engine thread (or a thread driving progress), outside Weft's progress
+ * lock. It does not touch the request (the program may have freed it by
+ * then): it only rings. */
+static void doorbell_ring(void *arg, weft_status_t status)
+{
+    (void)arg;
+    (void)status;
+    pthread_mutex_lock(&doorbell.lock);
+    doorbell.gen++;
+    if (doorbell_ok) pthread_cond_broadcast(&doorbell.cond);
+    pthread_mutex_unlock(&doorbell.lock);
+}
+
+static void greq_completed(void *arg, weft_status_t status);
+
+/* A request started ahead, with a slot reserved for it, or NULL. */
+static greq_t *greq_take_ready(void)
+{
+    if (atomic_load_explicit(&greq_work, memory_order_relaxed) < 0) return NULL; /* finalising */
+    pthread_mutex_lock(&greq_lock);
+    greq_t *g = greq_ready;
+    if (g != NULL && greq_reserve_locked() == 0) {
+        greq_ready = g->next;
+        greq_nready--;
+        g->next = NULL;
+        g->slot = SLOT_RESERVED;
+        atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
+    } else {
+        g = NULL;
+    }
+    pthread_mutex_unlock(&greq_lock);
+    return g;
+}
+
+/* The program's wait found g's operation done without error: g leaves the
+ * table for greq_retired, its MPI request still to be completed and freed. */
+static void greq_retire(greq_t *g)
+{
+    g->st = WEFT_SUCCESS;
+    g->completed = 1;
+    atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_release);
+    pthread_mutex_lock(&greq_lock);
+    greq_untrack_locked(g);
+    g->slot = SLOT_NONE;
+    g->next = greq_retired;
+    greq_retired = g;
+    pthread_mutex_unlock(&greq_lock);
+    atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
+}
+
+/* The status of a collective completed by Weft (greq_query's; in_array:
+ * MPI_ERROR too, as MPICH's MPI_Waitall sets it). */
+static void greq_status(MPI_Status *status, int in_array)
+{
+    if (status == MPI_STATUS_IGNORE) return;
+    if (in_array) status->MPI_ERROR = MPI_SUCCESS;
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    if (PMPI_Status_set_elements(status, MPI_BYTE, 0) != MPI_SUCCESS ||
+        PMPI_Status_set_cancelled(status, 0) != MPI_SUCCESS)
+        wmpi_log("MPI_Status_set_elements failed");
+}
+
+/* Complete and free the retired requests; with fill, start requests until
+ * GREQ_READY wait (else free the waiting ones too: MPI_Finalize). On any
+ * thread outside MPICH and outside greq_lock. */
+static void greq_housekeep(int fill)
+{
+    pthread_mutex_lock(&greq_lock);
+    greq_t *r = greq_retired, *ready = NULL;
+    greq_retired = NULL;
+    int want = fill ? GREQ_READY - greq_nready : 0;
+    if (!fill) {
+        ready = greq_ready;
+        greq_ready = NULL;
+        greq_nready = 0;
+    }
+    if (want > 0) greq_nready += want; /* claimed here, so that two threads do not both start them */
+    atomic_store_explicit(&greq_work, fill ? 0 : -1, memory_order_relaxed);
+    pthread_mutex_unlock(&greq_lock);
+    for (int pass = 0; pass < 2; pass++) {
+        for (greq_t *g = pass ? ready : r, *next; g != NULL; g = next) {
+            next = g->next;
+            MPI_Request q = g->mpi;
+            /* MPI_Request_free calls greq_free, which gives g back */
+            if (PMPI_Grequest_complete(q) != MPI_SUCCESS || PMPI_Request_free(&q) != MPI_SUCCESS)
+                wmpi_log("could not free a completed request");
+        }
+    }
+    int started = 0;
+    for (; started < want; started++) {
+        pthread_mutex_lock(&greq_lock);
+        greq_t *g = greq_pool;
+        if (g != NULL) {
+            greq_pool = g->next;
+            greq_npool--;
+        }
+        pthread_mutex_unlock(&greq_lock);
+        if (g == NULL && (g = malloc(sizeof *g)) == NULL) break;
+        memset(g, 0, sizeof *g);
+        if (PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g,
+                                 &g->mpi) != MPI_SUCCESS) {
+            greq_release(g); /* SLOT_NONE: straight back to the pool */
+            break;
+        }
+        pthread_mutex_lock(&greq_lock);
+        g->next = greq_ready;
+        greq_ready = g;
+        pthread_mutex_unlock(&greq_lock);
+    }
+    if (started < want) {
+        pthread_mutex_lock(&greq_lock);
+        greq_nready -= want - started;
+        pthread_mutex_unlock(&greq_lock);
+    }
 }
 #else
 /* Weft's completion callback: on the engine thread (or a thread driving
@@ -897,7 +1076,15 @@ static void greq_done(void *arg, weft_status_t status)
 /* Before the Weft call: the generalized request. */
 static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
 {
-    greq_t *g = greq_alloc();
+    greq_t *g = NULL;
+#if WMPI_POLL
+    if ((g = greq_take_ready()) != NULL) { /* started ahead by greq_housekeep */
+        g->e = e;
+        *out = g;
+        return MPI_SUCCESS;
+    }
+#endif
+    g = greq_alloc();
     if (g == NULL) return weft_failed(comm, call, WEFT_ERR_NO_MEMORY);
     g->e = e;
 #if WMPI_POLL
@@ -906,7 +1093,7 @@ static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
     int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->mpi);
 #endif
     if (rc != MPI_SUCCESS) {
-        greq_release(g, 0);
+        greq_release(g);
         return rc;
     }
     *out = g;
@@ -935,6 +1122,9 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
     }
 #else
     greq_track(g);
+    /* The callback rings the doorbell and does greq_housekeep's work. */
+    (void)pthread_once(&doorbell_once, doorbell_init);
+    g->armed = weft_request_on_complete(g->wr, greq_completed, NULL) == WEFT_SUCCESS;
 #endif
     *request = r;
     return MPI_SUCCESS;
@@ -944,17 +1134,22 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
 /* The completion calls on arrays that hold requests of ours (the thread
  * contract is MPI's: a request is completed by one thread at a time).
  *
- * MPI_Wait and MPI_Waitall: a request of ours is first waited on in Weft
- * (weft_wait, as a waiter) and completed; MPICH then finds it complete. A
- * request of another kind is MPICH's alone.
+ * MPI_Wait and MPI_Waitall: a request of ours is waited on in Weft
+ * (weft_wait, as a waiter); done without error, the program gets
+ * MPI_REQUEST_NULL and the collective's status from us and the MPI request
+ * goes to greq_retired (MPICH is not entered: an MPI_Wait on ours costs
+ * weft_wait and two uncontended locks); with an error it is completed and
+ * MPICH's call reports it. Requests of other kinds are MPICH's alone:
+ * MPI_Waitall hands MPICH the array (ours MPI_REQUEST_NULL by then) when
+ * anything else is in it.
  *
  * MPI_Waitany and MPI_Waitsome: one active request left, ours, is waited on
  * as by MPI_Wait. Otherwise the caller loops: test ours (weft_test),
  * then MPICH's MPI_Testany/MPI_Testsome on the whole array (which tests and
  * progresses the others and returns the statuses), then sleeps on the
  * doorbell, a condition variable that Weft's completion callback of each of
- * our requests in the array rings (weft_request_on_complete, registered on
- * the first such wait): when every active request is ours, until one
+ * our requests in the array rings (greq_completed, registered by
+ * weft_request_on_complete when the call is made): when every active request is ours, until one
  * completes; when MPI requests are mixed in, MPI progresses only inside MPI
  * calls, so the sleep is bounded (a few polls with sched_yield, then 5 us
  * doubling to 250 us) and a Weft completion still ends it at once. Nothing
@@ -967,45 +1162,15 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
  * MPI transport's polling, the MPI passthrough algorithm), which would then
  * pass through here on the engine's hot path; MPICH's MPI_Test polls our
  * request's greq_poll (weft_test) itself. */
-static struct {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;   /* initialised by doorbell_init, on CLOCK_MONOTONIC if it can */
-    unsigned long gen;     /* rings so far */
-} doorbell = {.lock = PTHREAD_MUTEX_INITIALIZER};
-static pthread_once_t doorbell_once = PTHREAD_ONCE_INIT;
-static clockid_t doorbell_clock = CLOCK_REALTIME; /* the clock of the condition's deadlines */
-static int doorbell_ok;                            /* the condition variable is initialised */
 
-/* Once, before the first request is armed (arm_ours), so before any ring or
- * wait: pthread_once publishes it to every thread that calls it after. */
-static void doorbell_init(void)
+/* The completion callback of every request of ours: rings the doorbell and,
+ * unless this thread is inside MPICH, does greq_housekeep's work (on the
+ * engine thread, while the program computes, in the usual case). */
+static void greq_completed(void *arg, weft_status_t status)
 {
-    pthread_condattr_t a;
-    int attr = pthread_condattr_init(&a) == 0;
-    if (attr && pthread_condattr_setclock(&a, CLOCK_MONOTONIC) == 0 &&
-        pthread_cond_init(&doorbell.cond, &a) == 0) {
-        doorbell_clock = CLOCK_MONOTONIC;
-        doorbell_ok = 1;
-    } else if (pthread_cond_init(&doorbell.cond, NULL) == 0) {
-        doorbell_ok = 1;
-    } else {
-        wmpi_log("pthread_cond_init failed: waits on requests of ours poll with pauses");
-    }
-    if (attr) pthread_condattr_destroy(&a);
-}
-
-/* Weft's completion callback of an armed request: on the engine thread (or a
- * thread driving progress), outside Weft's progress lock; short, never
- * blocks for long. It does not touch the request (the program may have
- * freed it by then): it only rings. */
-static void doorbell_ring(void *arg, weft_status_t status)
-{
-    (void)arg;
-    (void)status;
-    pthread_mutex_lock(&doorbell.lock);
-    doorbell.gen++;
-    if (doorbell_ok) pthread_cond_broadcast(&doorbell.cond);
-    pthread_mutex_unlock(&doorbell.lock);
+    doorbell_ring(arg, status);
+    if (!greq_in_mpich && atomic_load_explicit(&greq_work, memory_order_relaxed) > 0)
+        greq_housekeep(1);
 }
 
 static unsigned long doorbell_read(void)
@@ -1061,12 +1226,6 @@ static void test_greq(greq_t *g)
     if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
 }
 
-static void wait_ours(MPI_Request r)
-{
-    greq_t *g = greq_find(r);
-    if (g != NULL) wait_greq(g);
-}
-
 static void test_ours(int count, const MPI_Request reqs[])
 {
     for (int i = 0; reqs != NULL && i < count; i++) {
@@ -1075,15 +1234,40 @@ static void test_ours(int count, const MPI_Request reqs[])
     }
 }
 
+/* Wait for *request if it is ours. Done without error: *request is
+ * MPI_REQUEST_NULL, status filled, and 1 returned (greq_retire); else 0,
+ * the MPI request completed for MPICH's call to report (or not ours). */
+static int wait_fast(MPI_Request *request, MPI_Status *status, int in_array)
+{
+    greq_t *g = greq_find(*request);
+    if (g == NULL) return 0;
+    weft_status_t st = weft_wait(&g->wr);
+    if (st != WEFT_SUCCESS) {
+        int rc = greq_finish(g, st);
+        if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+        return 0;
+    }
+    greq_retire(g);
+    *request = MPI_REQUEST_NULL;
+    greq_status(status, in_array);
+    return 1;
+}
+
 WMPI_EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    if (request != NULL) wait_ours(*request);
+    if (request != NULL && wait_fast(request, status, 0)) return MPI_SUCCESS;
     return PMPI_Wait(request, status);
 }
 
 WMPI_EXPORT int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
-    for (int i = 0; requests != NULL && i < count; i++) wait_ours(requests[i]);
+    int left = 0; /* requests MPICH still has to complete, or whose empty status it writes */
+    for (int i = 0; requests != NULL && i < count; i++)
+        if (requests[i] == MPI_REQUEST_NULL ||
+            !wait_fast(&requests[i], statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : &statuses[i],
+                       1))
+            left++;
+    if (left == 0 && requests != NULL && count > 0) return MPI_SUCCESS;
     return PMPI_Waitall(count, requests, statuses);
 }
 
@@ -1105,8 +1289,9 @@ static void classify(int count, const MPI_Request reqs[], int *ours, int *others
     }
 }
 
-/* Register the doorbell on our open requests of the array. Returns 1 when
- * every one of them will ring it. */
+/* Register the doorbell on our open requests of the array that are not
+ * armed yet (their registration failed when the call was made). Returns 1
+ * when every one of them will ring it. */
 static int arm_ours(int count, const MPI_Request reqs[])
 {
     int all = 1;
@@ -1114,7 +1299,7 @@ static int arm_ours(int count, const MPI_Request reqs[])
     for (int i = 0; i < count; i++) {
         greq_t *g = greq_find(reqs[i]);
         if (g == NULL || g->armed) continue;
-        weft_status_t st = weft_request_on_complete(g->wr, doorbell_ring, NULL);
+        weft_status_t st = weft_request_on_complete(g->wr, greq_completed, NULL);
         if (st == WEFT_SUCCESS) g->armed = 1;
         else all = 0; /* released already (then tested done) or refused: poll */
     }

@@ -45,6 +45,9 @@ tests=(
   # the lab program that preloads the UCX probe (benchmarks/lab/meson.build
   # puts libasan first in LD_PRELOAD in this build) and one plain smoke run
   lab-weft_lat_split-smoke bench-weft_osu_halo-smoke
+  # libweft-mpi.so preloaded (libasan first: tests/interpose/meson.build),
+  # whose completion callbacks call MPICH from the engine thread
+  interpose-calls-n3
 )
 # Build only what the selected tests run (the programs and what they depend
 # on), not every benchmark and tool.
