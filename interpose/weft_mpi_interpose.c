@@ -63,6 +63,15 @@
 #include <mpi.h>
 #include <weft_mpi.h>
 
+/* With MPICH, requests of ours are completed by poll and wait functions
+ * (MPIX_Grequest_start) and the completion calls; elsewhere by Weft's
+ * completion callback (below, "nonblocking calls"). */
+#if defined(MPICH) && !defined(WMPI_COMPLETE_ON_ENGINE)
+#define WMPI_POLL 1
+#else
+#define WMPI_POLL 0
+#endif
+
 #define WMPI_EXPORT __attribute__((visibility("default")))
 #define WMPI_LIKELY(x) __builtin_expect(!!(x), 1)
 #define WMPI_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -579,6 +588,11 @@ WMPI_EXPORT int MPI_Query_thread(int *provided)
     return rc;
 }
 
+#if WMPI_POLL
+static void keeper_stop(void);
+static void greq_housekeep(int fill);
+#endif
+
 WMPI_EXPORT int MPI_Finalize(void)
 {
     if (atomic_load_explicit(&wmpi_active, memory_order_acquire)) {
@@ -620,7 +634,8 @@ WMPI_EXPORT int MPI_Finalize(void)
             z = n;
         }
 #if WMPI_POLL
-        greq_housekeep(0); /* no callback runs any more: the retired and the ready requests */
+        keeper_stop();     /* no callback runs any more: nothing wakes the keeper */
+        greq_housekeep(0); /* the retired and the ready requests */
 #endif
         int rc = PMPI_Comm_free_keyval(&wmpi_keyval);
         if (rc != MPI_SUCCESS) wmpi_log("MPI_Comm_free_keyval failed (%d)", rc);
@@ -644,11 +659,7 @@ WMPI_EXPORT int MPI_Finalize(void)
  * for the blocking call on the same run: the operation then moves only when
  * the engine thread gets a core, while the waiting thread spins in MPICH.
  * Either way the engine progresses the operation while the program computes. */
-#if defined(MPICH) && !defined(WMPI_COMPLETE_ON_ENGINE)
-#define WMPI_POLL 1
-#else
-#define WMPI_POLL 0
-#endif
+/* (WMPI_POLL: defined near the top of the file, where the includes end) */
 
 typedef struct greq {
     weft_request_t wr;
@@ -691,19 +702,28 @@ enum { SLOT_NONE, SLOT_RESERVED, SLOT_TRACKED };
  * (greq_ready: up to GREQ_READY, each with its record as extra state), and an
  * MPI_Wait/MPI_Waitall that finds its operation done without error gives the
  * program MPI_REQUEST_NULL at once and leaves the MPI request, completed in
- * Weft and out of the table, on greq_retired. greq_housekeep, run by the
- * completion callback of the next operation (on the engine thread while the
- * program computes), completes and frees the retired requests and starts new
- * ones; MPI_Finalize does what is left. A retired request stays allocated in
- * MPICH until then, so its handle is not reused while the program may still
+ * Weft and out of the table, on greq_retired. greq_housekeep completes and
+ * frees the retired requests and starts new ones: on the keeper, a thread of
+ * ours that the completion callback wakes when it runs on Weft's engine
+ * thread (so while the program computes, in the usual case); on the
+ * program's thread once GREQ_RETIRED_MAX wait (the callbacks ran on the
+ * program's threads, inside its waits); in MPI_Finalize for what is left.
+ * Not on the engine thread itself: MPICH's global lock may be held for
+ * milliseconds by a program thread spinning in a blocking MPI call, and the
+ * engine must keep moving Weft's other operations meanwhile (measured with
+ * MPI_Grequest_complete in the callback: 17 - 50 ms stalls,
+ * doc/mpi_interposition.md). A retired request stays allocated in MPICH
+ * until it is freed, so its handle is not reused while the program may still
  * hold a copy of it in its own variables: the handle it was given is the one
  * MPI_Wait overwrote. Both lists under greq_lock; MPICH is called outside it
  * (its free function takes greq_lock under MPICH's lock). */
 #define GREQ_READY 4
+#define GREQ_RETIRED_MAX 16
 static greq_t *greq_ready, *greq_retired;
 static int greq_nready;
-static _Atomic int greq_work;                    /* a hint: retired requests, or ready ones short */
-static _Thread_local int greq_in_mpich;           /* this thread is inside MPICH (greq_poll) */
+static _Atomic int greq_nretired;               /* greq_retired's length (written under greq_lock) */
+static _Atomic int greq_work;                   /* a hint: retired requests, or ready ones short */
+static _Thread_local int greq_program_thread;   /* this thread made or waited on a call of ours */
 static greq_t **greq_tab;                     /* greq_cap slots (a power of two), NULL: empty */
 static size_t greq_cap, greq_count, greq_reserved;
 static _Atomic int greq_nlive;
@@ -777,6 +797,7 @@ static void greq_untrack_locked(greq_t *g)
 /* The live, not yet completed request of ours behind r, or NULL. */
 static greq_t *greq_find(MPI_Request r)
 {
+    greq_program_thread = 1;
     if (r == MPI_REQUEST_NULL || atomic_load_explicit(&greq_nlive, memory_order_relaxed) == 0)
         return NULL;
     greq_t *g = NULL;
@@ -890,9 +911,8 @@ static int greq_poll(void *extra, MPI_Status *status)
     greq_t *g = extra;
     if (g->completed || g->e == NULL) return MPI_SUCCESS; /* e NULL: started ahead, no call yet */
     int done = 0;
-    greq_in_mpich = 1; /* a completion callback run by this weft_test leaves MPICH alone */
+    greq_program_thread = 1; /* a completion callback run by this weft_test leaves MPICH alone */
     weft_status_t st = weft_test(&g->wr, &done);
-    greq_in_mpich = 0;
     if (!done && st == WEFT_SUCCESS) return MPI_SUCCESS;
     return greq_finish(g, st);
 }
@@ -904,14 +924,13 @@ static int greq_wait(int count, void **states, double timeout, MPI_Status *statu
     (void)timeout;
     (void)status;
     int rc = MPI_SUCCESS;
-    greq_in_mpich = 1;
+    greq_program_thread = 1;
     for (int i = 0; i < count; i++) {
         greq_t *g = states[i];
         if (g->completed || g->e == NULL) continue;
         int r = greq_finish(g, weft_wait(&g->wr));
         if (rc == MPI_SUCCESS) rc = r;
     }
-    greq_in_mpich = 0;
     return rc;
 }
 
@@ -959,6 +978,7 @@ static void doorbell_ring(void *arg, weft_status_t status)
 }
 
 static void greq_completed(void *arg, weft_status_t status);
+static void greq_housekeep(int fill);
 
 /* A request started ahead, with a slot reserved for it, or NULL. */
 static greq_t *greq_take_ready(void)
@@ -991,8 +1011,10 @@ static void greq_retire(greq_t *g)
     g->slot = SLOT_NONE;
     g->next = greq_retired;
     greq_retired = g;
+    const int n = atomic_fetch_add_explicit(&greq_nretired, 1, memory_order_relaxed) + 1;
     pthread_mutex_unlock(&greq_lock);
     atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
+    if (n >= GREQ_RETIRED_MAX) greq_housekeep(1); /* the keeper has not kept up (or cannot run) */
 }
 
 /* The status of a collective completed by Weft (greq_query's; in_array:
@@ -1016,6 +1038,7 @@ static void greq_housekeep(int fill)
     pthread_mutex_lock(&greq_lock);
     greq_t *r = greq_retired, *ready = NULL;
     greq_retired = NULL;
+    atomic_store_explicit(&greq_nretired, 0, memory_order_relaxed);
     int want = fill ? GREQ_READY - greq_nready : 0;
     if (!fill) {
         ready = greq_ready;
@@ -1078,6 +1101,7 @@ static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
 {
     greq_t *g = NULL;
 #if WMPI_POLL
+    greq_program_thread = 1;
     if ((g = greq_take_ready()) != NULL) { /* started ahead by greq_housekeep */
         g->e = e;
         *out = g;
@@ -1163,14 +1187,77 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
  * pass through here on the engine's hot path; MPICH's MPI_Test polls our
  * request's greq_poll (weft_test) itself. */
 
+/* The keeper: a thread that runs greq_housekeep when woken (keeper_wake),
+ * started on the first wake, stopped by MPI_Finalize (keeper_stop). */
+enum { KEEPER_NONE, KEEPER_RUNNING, KEEPER_FAILED, KEEPER_STOPPED };
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_t thread;
+    int state; /* KEEPER_* */
+    int wake;  /* work was announced since the keeper last looked */
+} keeper = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+
+static void *keeper_main(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&keeper.lock);
+    for (;;) {
+        while (!keeper.wake && keeper.state == KEEPER_RUNNING)
+            pthread_cond_wait(&keeper.cond, &keeper.lock);
+        if (keeper.state != KEEPER_RUNNING) break;
+        keeper.wake = 0;
+        pthread_mutex_unlock(&keeper.lock);
+        greq_housekeep(1);
+        pthread_mutex_lock(&keeper.lock);
+    }
+    pthread_mutex_unlock(&keeper.lock);
+    return NULL;
+}
+
+/* Have the keeper do greq_housekeep's work (on Weft's engine thread: never
+ * blocks for long, never enters MPICH). */
+static void keeper_wake(void)
+{
+    pthread_mutex_lock(&keeper.lock);
+    if (keeper.state == KEEPER_NONE) {
+        int rc = pthread_create(&keeper.thread, NULL, keeper_main, NULL);
+        keeper.state = rc == 0 ? KEEPER_RUNNING : KEEPER_FAILED;
+        if (rc != 0)
+            wmpi_log("cannot start the request keeper thread (%s): the program's waits free "
+                     "MPI's requests instead", strerror(rc));
+    }
+    if (keeper.state == KEEPER_RUNNING && !keeper.wake) {
+        keeper.wake = 1;
+        pthread_cond_signal(&keeper.cond);
+    }
+    pthread_mutex_unlock(&keeper.lock);
+}
+
+/* MPI_Finalize, once no completion callback can run any more. */
+static void keeper_stop(void)
+{
+    pthread_mutex_lock(&keeper.lock);
+    const int running = keeper.state == KEEPER_RUNNING;
+    keeper.state = KEEPER_STOPPED;
+    pthread_cond_signal(&keeper.cond);
+    pthread_mutex_unlock(&keeper.lock);
+    if (running) {
+        int rc = pthread_join(keeper.thread, NULL);
+        if (rc != 0) wmpi_log("pthread_join of the request keeper failed (%s)", strerror(rc));
+    }
+}
+
 /* The completion callback of every request of ours: rings the doorbell and,
- * unless this thread is inside MPICH, does greq_housekeep's work (on the
- * engine thread, while the program computes, in the usual case). */
+ * on a thread other than the program's (Weft's engine), wakes the keeper
+ * when there is housekeeping to do. On a program thread it does nothing
+ * more: a wake-up would cost that thread's wait a system call, and its own
+ * waits housekeep once GREQ_RETIRED_MAX requests are retired. */
 static void greq_completed(void *arg, weft_status_t status)
 {
     doorbell_ring(arg, status);
-    if (!greq_in_mpich && atomic_load_explicit(&greq_work, memory_order_relaxed) > 0)
-        greq_housekeep(1);
+    if (!greq_program_thread && atomic_load_explicit(&greq_work, memory_order_relaxed) > 0)
+        keeper_wake();
 }
 
 static unsigned long doorbell_read(void)
