@@ -695,9 +695,9 @@ static int greq_npool;
 enum { SLOT_NONE, SLOT_RESERVED, SLOT_TRACKED };
 #if WMPI_POLL
 /* MPICH's side of a generalized request off the program's path. Measured
- * after a device-style compute (doc/mpi_interposition.md), MPICH's
- * MPIX_Grequest_start, MPI_Grequest_complete and MPI_Wait of the completed
- * request cost 0.8 - 1.3 us together, more than Weft's own issue and wait,
+ * after a device-style compute (doc/mpi_interposition.md, lab/wait_cost),
+ * MPICH's MPIX_Grequest_start, MPI_Grequest_complete and MPI_Wait of the
+ * completed request cost 1.4 - 2.5 us together, more than Weft's own issue and wait,
  * and all of it on the program's thread. So the requests are started ahead
  * (greq_ready: up to GREQ_READY, each with its record as extra state), and an
  * MPI_Wait/MPI_Waitall that finds its operation done without error gives the
