@@ -292,7 +292,50 @@ static void dt_add(MPI_Datatype t, weft_datatype_t w, size_t bytes)
     dt_map_n++;
 }
 
+/* The named (predefined) types whose elements lie densely (size == extent ==
+ * true extent, lower bounds 0), with their sizes: what the data-moving calls
+ * take without asking MPI. The reduction types first (dt_map, most common
+ * first), then the others a program moves (MPI_CHAR above all: OSU's
+ * benchmarks move MPI_CHAR, and asking MPICH for its size and both extents
+ * cost those calls about 0.3 us each). Named types are never freed, so their
+ * handles stay theirs; a derived type's handle may be reused after
+ * MPI_Type_free and is always asked about. */
+typedef struct { MPI_Datatype mpi; size_t size; } mv_map_t;
+static mv_map_t mv_map[64];
+static int mv_map_n;
+
+static void mv_add(MPI_Datatype t)
+{
+    int sz = 0;
+    MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
+    if (t == MPI_DATATYPE_NULL || mv_map_n == (int)(sizeof mv_map / sizeof mv_map[0])) return;
+    for (int i = 0; i < mv_map_n; i++)
+        if (mv_map[i].mpi == t) return; /* an alias (MPI_INT32_T may be MPI_INT) */
+    if (PMPI_Type_size(t, &sz) != MPI_SUCCESS || sz <= 0 ||
+        PMPI_Type_get_extent(t, &lb, &ext) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(t, &tlb, &text) != MPI_SUCCESS || lb != 0 || tlb != 0 ||
+        ext != (MPI_Aint)sz || text != (MPI_Aint)sz)
+        return; /* e.g. MPI_LONG_DOUBLE where its extent is padded */
+    mv_map[mv_map_n].mpi = t;
+    mv_map[mv_map_n].size = (size_t)sz;
+    mv_map_n++;
+}
+
+/* After dt_map_init. */
+static void mv_map_init(void)
+{
+    mv_map_n = 0;
+    for (int i = 0; i < dt_map_n; i++) mv_add(dt_map[i].mpi);
+    const MPI_Datatype more[] = {
+        MPI_CHAR, MPI_WCHAR, MPI_LONG_DOUBLE, MPI_C_BOOL, MPI_C_FLOAT_COMPLEX,
+        MPI_C_DOUBLE_COMPLEX, MPI_C_LONG_DOUBLE_COMPLEX, MPI_AINT, MPI_OFFSET, MPI_COUNT,
+        MPI_PACKED, MPI_CXX_BOOL, MPI_CXX_FLOAT_COMPLEX, MPI_CXX_DOUBLE_COMPLEX,
+        MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT, MPI_2INT, MPI_SHORT_INT};
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) mv_add(more[i]);
+}
+
 /* The built-in types Weft reduces, most common first. After PMPI_Init. */
+static void mv_map_init(void);
 static void dt_map_init(void)
 {
     dt_map_n = 0;
@@ -317,6 +360,7 @@ static void dt_map_init(void)
     dt_add(MPI_UINT8_T, WEFT_UINT8, 1);
     dt_add(MPI_UNSIGNED_CHAR, WEFT_UINT8, 1);
     dt_add(MPI_BYTE, WEFT_UINT8, 1); /* bitwise operations only (below) */
+    mv_map_init();
 }
 
 /* The reason a reduction (count, type, op) is not Weft's, or R_WEFT with its
@@ -351,20 +395,21 @@ static int reduce_args(MPI_Count count, MPI_Datatype t, MPI_Op op, weft_datatype
 static int contig_bytes(MPI_Count count, MPI_Datatype t, size_t *bytes)
 {
     if (count < 0) return R_ARG;
-    for (int i = 0; i < dt_map_n; i++) { /* the common built-ins without asking MPI */
-        if (dt_map[i].mpi == t) {
-            *bytes = (size_t)count * weft_datatype_size(dt_map[i].weft);
-            return R_WEFT;
-        }
+    size_t sz = 0;
+    for (int i = 0; i < mv_map_n && sz == 0; i++) /* the named types without asking MPI */
+        if (mv_map[i].mpi == t) sz = mv_map[i].size;
+    if (sz == 0) {
+        int isz = 0;
+        MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
+        if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &isz) != MPI_SUCCESS ||
+            PMPI_Type_get_extent(t, &lb, &ext) != MPI_SUCCESS ||
+            PMPI_Type_get_true_extent(t, &tlb, &text) != MPI_SUCCESS)
+            return R_ARG;
+        if (lb != 0 || tlb != 0 || ext != (MPI_Aint)isz || text != (MPI_Aint)isz) return R_LAYOUT;
+        sz = (size_t)isz;
     }
-    int sz = 0;
-    MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
-    if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &sz) != MPI_SUCCESS ||
-        PMPI_Type_get_extent(t, &lb, &ext) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(t, &tlb, &text) != MPI_SUCCESS)
-        return R_ARG;
-    if (lb != 0 || tlb != 0 || ext != (MPI_Aint)sz || text != (MPI_Aint)sz) return R_LAYOUT;
-    *bytes = (size_t)count * (size_t)sz;
+    if (sz > 0 && (uint64_t)count > SIZE_MAX / sz) return R_ARG; /* MPI's own call reports it */
+    *bytes = (size_t)count * sz;
     return R_WEFT;
 }
 
@@ -668,6 +713,14 @@ typedef struct greq {
     int completed;      /* MPI_Grequest_complete called */
     int armed;          /* WMPI_POLL: the completion callback is registered (once) */
     int slot;           /* WMPI_POLL: SLOT_NONE, SLOT_RESERVED or SLOT_TRACKED (in the table) */
+    /* WMPI_POLL: who releases the Weft request (greq_weft). The completion
+     * callback does when it runs first (on the engine thread while the
+     * program computes), so that the program's wait finds it released. */
+    _Atomic int claim;    /* 1: a thread is releasing (or testing) wr */
+    _Atomic int released; /* wr is released, its status in wst */
+    weft_status_t wst;
+    _Atomic int refs;     /* the MPI request's, and the registered callback's: g returns
+                           * to the pool when both are dropped (greq_put) */
     wmpi_comm_t *e;
     struct greq *next;  /* the pool of free records */
 } greq_t;
@@ -759,9 +812,8 @@ static int greq_reserve_locked(void)
 }
 
 /* Enter g, handed out now, into its reserved slot. */
-static void greq_track(greq_t *g)
+static void greq_insert_locked(greq_t *g)
 {
-    pthread_mutex_lock(&greq_lock);
     greq_reserved--;
     size_t mask = greq_cap - 1, j = greq_slot(g->mpi, mask);
     while (greq_tab[j] != NULL) j = (j + 1) & mask;
@@ -769,6 +821,13 @@ static void greq_track(greq_t *g)
     g->slot = SLOT_TRACKED;
     greq_count++;
     atomic_fetch_add_explicit(&greq_nlive, 1, memory_order_relaxed);
+}
+
+static void greq_track(greq_t *g)
+{
+    if (g->slot == SLOT_TRACKED) return; /* entered when taken (greq_take_ready) */
+    pthread_mutex_lock(&greq_lock);
+    greq_insert_locked(g);
     pthread_mutex_unlock(&greq_lock);
 }
 
@@ -815,6 +874,15 @@ static greq_t *greq_find(MPI_Request r)
 }
 #endif
 
+/* A fresh record: zeroed, one reference (the MPI request's). */
+static void greq_zero(greq_t *g)
+{
+    memset(g, 0, sizeof *g);
+    atomic_init(&g->claim, 0);
+    atomic_init(&g->released, 0);
+    atomic_init(&g->refs, 1);
+}
+
 /* A zeroed record with (WMPI_POLL) a slot reserved for it, or NULL. */
 static greq_t *greq_alloc(void)
 {
@@ -832,7 +900,7 @@ static greq_t *greq_alloc(void)
     }
     pthread_mutex_unlock(&greq_lock);
     if (g == NULL) g = malloc(sizeof *g);
-    if (g != NULL) memset(g, 0, sizeof *g);
+    if (g != NULL) greq_zero(g);
 #if WMPI_POLL
     if (g == NULL) {
         pthread_mutex_lock(&greq_lock);
@@ -845,15 +913,11 @@ static greq_t *greq_alloc(void)
     return g;
 }
 
-/* Give g back: out of the table (or its reservation back, when it was never
- * handed out), into the pool. */
-static void greq_release(greq_t *g)
+/* Drop a reference to g; the last one gives it to the pool. */
+static void greq_put(greq_t *g)
 {
+    if (atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) != 1) return;
     pthread_mutex_lock(&greq_lock);
-#if WMPI_POLL
-    if (g->slot == SLOT_TRACKED) greq_untrack_locked(g);
-    else if (g->slot == SLOT_RESERVED) greq_reserved--;
-#endif
     if (greq_npool < GREQ_POOL) {
         g->next = greq_pool;
         greq_pool = g;
@@ -862,6 +926,20 @@ static void greq_release(greq_t *g)
     }
     pthread_mutex_unlock(&greq_lock);
     free(g);
+}
+
+/* The MPI request is gone: g out of the table (or its reservation back, when
+ * it was never handed out), and the MPI request's reference dropped. */
+static void greq_release(greq_t *g)
+{
+    pthread_mutex_lock(&greq_lock);
+#if WMPI_POLL
+    if (g->slot == SLOT_TRACKED) greq_untrack_locked(g);
+    else if (g->slot == SLOT_RESERVED) greq_reserved--;
+    g->slot = SLOT_NONE;
+#endif
+    pthread_mutex_unlock(&greq_lock);
+    greq_put(g);
 }
 
 /* In MPI_Wait/MPI_Test/... on the program's thread, after completion. */
@@ -903,6 +981,46 @@ static int greq_finish(greq_t *g, weft_status_t st)
 }
 
 #if WMPI_POLL
+/* Release g's Weft request on a program thread: wait = 1, wait for it
+ * (weft_wait); wait = 0, only if its operation is done (weft_test). Returns
+ * 1 with its status in *st once released, else 0. The completion callback
+ * (greq_completed) releases it first when it can: a CAS on claim decides who
+ * calls weft_wait or weft_test on wr (one of them only, as Weft requires), and
+ * the program's wait then costs an atomic read. Another thread holding the
+ * claim is releasing a finished request (the callback) or testing one (a
+ * concurrent MPI_Test, erroneous in MPI but harmless here): a wait yields
+ * until it let go. */
+static int greq_weft(greq_t *g, int wait, weft_status_t *st)
+{
+    for (;;) {
+        if (atomic_load_explicit(&g->released, memory_order_acquire)) {
+            *st = g->wst;
+            return 1;
+        }
+        int free_claim = 0;
+        if (atomic_compare_exchange_strong_explicit(&g->claim, &free_claim, 1, memory_order_acquire,
+                                                    memory_order_relaxed)) {
+            weft_status_t s;
+            if (wait) {
+                s = weft_wait(&g->wr);
+            } else {
+                int done = 0;
+                s = weft_test(&g->wr, &done);
+                if (!done && s == WEFT_SUCCESS) {
+                    atomic_store_explicit(&g->claim, 0, memory_order_release);
+                    return 0;
+                }
+            }
+            g->wst = s;
+            atomic_store_explicit(&g->released, 1, memory_order_release);
+            *st = s;
+            return 1;
+        }
+        if (!wait) return 0;
+        sched_yield();
+    }
+}
+
 /* MPICH's MPI_Test/MPI_Testany/...: on the program's thread, while the MPI
  * request is incomplete. */
 static int greq_poll(void *extra, MPI_Status *status)
@@ -910,10 +1028,9 @@ static int greq_poll(void *extra, MPI_Status *status)
     (void)status;
     greq_t *g = extra;
     if (g->completed || g->e == NULL) return MPI_SUCCESS; /* e NULL: started ahead, no call yet */
-    int done = 0;
     greq_program_thread = 1; /* a completion callback run by this weft_test leaves MPICH alone */
-    weft_status_t st = weft_test(&g->wr, &done);
-    if (!done && st == WEFT_SUCCESS) return MPI_SUCCESS;
+    weft_status_t st = WEFT_SUCCESS;
+    if (!greq_weft(g, 0, &st)) return MPI_SUCCESS;
     return greq_finish(g, st);
 }
 
@@ -928,7 +1045,9 @@ static int greq_wait(int count, void **states, double timeout, MPI_Status *statu
     for (int i = 0; i < count; i++) {
         greq_t *g = states[i];
         if (g->completed || g->e == NULL) continue;
-        int r = greq_finish(g, weft_wait(&g->wr));
+        weft_status_t st = WEFT_SUCCESS;
+        (void)greq_weft(g, 1, &st);
+        int r = greq_finish(g, st);
         if (rc == MPI_SUCCESS) rc = r;
     }
     return rc;
@@ -980,7 +1099,18 @@ static void doorbell_ring(void *arg, weft_status_t status)
 static void greq_completed(void *arg, weft_status_t status);
 static void greq_housekeep(int fill);
 
-/* A request started ahead, with a slot reserved for it, or NULL. */
+/* Register the completion callback on g (its own reference first: the
+ * callback may run at once). */
+static void greq_arm(greq_t *g)
+{
+    atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+    g->armed = weft_request_on_complete(g->wr, greq_completed, g) == WEFT_SUCCESS;
+    if (!g->armed) atomic_fetch_sub_explicit(&g->refs, 1, memory_order_relaxed); /* never runs */
+}
+
+/* A request started ahead, already in the table (its handle is known: one
+ * critical section for both), or NULL. Nobody else can look it up before
+ * the program has it; a failed call frees it (greq_end), which removes it. */
 static greq_t *greq_take_ready(void)
 {
     if (atomic_load_explicit(&greq_work, memory_order_relaxed) < 0) return NULL; /* finalising */
@@ -990,7 +1120,7 @@ static greq_t *greq_take_ready(void)
         greq_ready = g->next;
         greq_nready--;
         g->next = NULL;
-        g->slot = SLOT_RESERVED;
+        greq_insert_locked(g);
         atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
     } else {
         g = NULL;
@@ -999,22 +1129,65 @@ static greq_t *greq_take_ready(void)
     return g;
 }
 
-/* The program's wait found g's operation done without error: g leaves the
- * table for greq_retired, its MPI request still to be completed and freed. */
-static void greq_retire(greq_t *g)
+/* g's operation is done without error and its Weft request released: g
+ * leaves the table for greq_retired, its MPI request still to be completed
+ * and freed (greq_lock held; returns greq_retired's new length). */
+static int greq_retire_locked(greq_t *g)
 {
     g->st = WEFT_SUCCESS;
     g->completed = 1;
+    /* release: the operation's effects before the count that comm_retire reads */
     atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_release);
-    pthread_mutex_lock(&greq_lock);
     greq_untrack_locked(g);
     g->slot = SLOT_NONE;
     g->next = greq_retired;
     greq_retired = g;
-    const int n = atomic_fetch_add_explicit(&greq_nretired, 1, memory_order_relaxed) + 1;
-    pthread_mutex_unlock(&greq_lock);
+    return atomic_fetch_add_explicit(&greq_nretired, 1, memory_order_relaxed) + 1;
+}
+
+/* After greq_retire_locked, outside the lock. */
+static void greq_retired_one(int n)
+{
     atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
     if (n >= GREQ_RETIRED_MAX) greq_housekeep(1); /* the keeper has not kept up (or cannot run) */
+}
+
+static void greq_retire(greq_t *g)
+{
+    pthread_mutex_lock(&greq_lock);
+    const int n = greq_retire_locked(g);
+    pthread_mutex_unlock(&greq_lock);
+    greq_retired_one(n);
+}
+
+/* MPI_Wait's common case in one critical section: the open request of ours
+ * behind r, retired at once when its Weft request was released without
+ * error (*retired = 1), else returned as greq_find does. */
+static greq_t *greq_find_retire(MPI_Request r, int *retired)
+{
+    *retired = 0;
+    greq_program_thread = 1;
+    if (r == MPI_REQUEST_NULL || atomic_load_explicit(&greq_nlive, memory_order_relaxed) == 0)
+        return NULL;
+    greq_t *g = NULL;
+    int n = 0;
+    pthread_mutex_lock(&greq_lock);
+    if (greq_cap > 0) {
+        size_t mask = greq_cap - 1;
+        for (size_t j = greq_slot(r, mask); greq_tab[j] != NULL; j = (j + 1) & mask)
+            if (greq_tab[j]->mpi == r) {
+                g = greq_tab[j];
+                break;
+            }
+    }
+    if (g != NULL && !g->completed && atomic_load_explicit(&g->released, memory_order_acquire) &&
+        g->wst == WEFT_SUCCESS) {
+        n = greq_retire_locked(g);
+        *retired = 1;
+    }
+    pthread_mutex_unlock(&greq_lock);
+    if (*retired) greq_retired_one(n);
+    return g != NULL && (*retired || !g->completed) ? g : NULL;
 }
 
 /* The status of a collective completed by Weft (greq_query's; in_array:
@@ -1067,7 +1240,7 @@ static void greq_housekeep(int fill)
         }
         pthread_mutex_unlock(&greq_lock);
         if (g == NULL && (g = malloc(sizeof *g)) == NULL) break;
-        memset(g, 0, sizeof *g);
+        greq_zero(g);
         if (PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g,
                                  &g->mpi) != MPI_SUCCESS) {
             greq_release(g); /* SLOT_NONE: straight back to the pool */
@@ -1148,7 +1321,7 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
     greq_track(g);
     /* The callback rings the doorbell and does greq_housekeep's work. */
     (void)pthread_once(&doorbell_once, doorbell_init);
-    g->armed = weft_request_on_complete(g->wr, greq_completed, NULL) == WEFT_SUCCESS;
+    greq_arm(g);
 #endif
     *request = r;
     return MPI_SUCCESS;
@@ -1248,16 +1421,26 @@ static void keeper_stop(void)
     }
 }
 
-/* The completion callback of every request of ours: rings the doorbell and,
- * on a thread other than the program's (Weft's engine), wakes the keeper
- * when there is housekeeping to do. On a program thread it does nothing
- * more: a wake-up would cost that thread's wait a system call, and its own
- * waits housekeep once GREQ_RETIRED_MAX requests are retired. */
+/* The completion callback of every request of ours (arg: its record, one
+ * reference held for this call): releases the Weft request unless a program
+ * thread is at it (greq_weft), rings the doorbell and, on a thread other than
+ * the program's (Weft's engine), wakes the keeper when there is housekeeping
+ * to do. On a program thread it does not: a wake-up would cost that thread's
+ * wait a system call, and its own waits housekeep once GREQ_RETIRED_MAX
+ * requests are retired. */
 static void greq_completed(void *arg, weft_status_t status)
 {
-    doorbell_ring(arg, status);
+    greq_t *g = arg;
+    int free_claim = 0;
+    if (atomic_compare_exchange_strong_explicit(&g->claim, &free_claim, 1, memory_order_acquire,
+                                                memory_order_relaxed)) {
+        g->wst = weft_wait(&g->wr); /* done: returns at once */
+        atomic_store_explicit(&g->released, 1, memory_order_release);
+    }
+    doorbell_ring(NULL, status);
     if (!greq_program_thread && atomic_load_explicit(&greq_work, memory_order_relaxed) > 0)
         keeper_wake();
+    greq_put(g);
 }
 
 static unsigned long doorbell_read(void)
@@ -1298,7 +1481,9 @@ static void doorbell_wait(unsigned long seen, long ns)
 /* Complete g by weft_wait (a waiter: it drives progress while the engine naps). */
 static void wait_greq(greq_t *g)
 {
-    int rc = greq_finish(g, weft_wait(&g->wr));
+    weft_status_t st = WEFT_SUCCESS;
+    (void)greq_weft(g, 1, &st);
+    int rc = greq_finish(g, st);
     if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
 }
 
@@ -1306,9 +1491,8 @@ static void wait_greq(greq_t *g)
 static void test_greq(greq_t *g)
 {
     if (g->completed) return;
-    int done = 0;
-    weft_status_t st = weft_test(&g->wr, &done);
-    if (!done && st == WEFT_SUCCESS) return;
+    weft_status_t st = WEFT_SUCCESS;
+    if (!greq_weft(g, 0, &st)) return;
     int rc = greq_finish(g, st);
     if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
 }
@@ -1326,15 +1510,19 @@ static void test_ours(int count, const MPI_Request reqs[])
  * the MPI request completed for MPICH's call to report (or not ours). */
 static int wait_fast(MPI_Request *request, MPI_Status *status, int in_array)
 {
-    greq_t *g = greq_find(*request);
+    int retired = 0;
+    greq_t *g = greq_find_retire(*request, &retired);
     if (g == NULL) return 0;
-    weft_status_t st = weft_wait(&g->wr);
-    if (st != WEFT_SUCCESS) {
-        int rc = greq_finish(g, st);
-        if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
-        return 0;
+    if (!retired) {
+        weft_status_t st = WEFT_SUCCESS;
+        (void)greq_weft(g, 1, &st);
+        if (st != WEFT_SUCCESS) {
+            int rc = greq_finish(g, st);
+            if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+            return 0;
+        }
+        greq_retire(g);
     }
-    greq_retire(g);
     *request = MPI_REQUEST_NULL;
     greq_status(status, in_array);
     return 1;
@@ -1386,9 +1574,8 @@ static int arm_ours(int count, const MPI_Request reqs[])
     for (int i = 0; i < count; i++) {
         greq_t *g = greq_find(reqs[i]);
         if (g == NULL || g->armed) continue;
-        weft_status_t st = weft_request_on_complete(g->wr, greq_completed, NULL);
-        if (st == WEFT_SUCCESS) g->armed = 1;
-        else all = 0; /* released already (then tested done) or refused: poll */
+        greq_arm(g);
+        if (!g->armed) all = 0; /* released already (then tested done) or refused: poll */
     }
     return all && doorbell_ok;
 }

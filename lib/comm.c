@@ -149,6 +149,9 @@ weft_status_t weft__comm_create(weft__ctl_t *ctl, weft_stream_t stream, weft_tra
     WEFT__CHECK_GOTO(open_node(c), st, fail_open);
     WEFT__CHECK_GOTO(weft__stream_comm_attach(c), st, fail_open);
 
+    /* The selection's inputs are final (cost, node path, stream): from here
+     * its choices may be kept (lib/select.c). Published with the handle. */
+    c->sel_cache_on = 1;
     uint64_t h = 0;
     WEFT__CHECK_GOTO((weft_status_t)weft__htab_add(&weft__comms, c, &h), st, fail_attach);
     c->handle = h;

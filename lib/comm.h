@@ -52,6 +52,11 @@ typedef struct weft__comm {
     weft_stream_t stream;
     const weft__transport_t *tp;
     _Atomic int force_algo[WEFT_COLL_COUNT];
+    /* The last selection per collective (lib/select.c: the call's inputs and
+     * the algorithm in one word, 0: none), kept once sel_cache_on is set at
+     * the end of creation, when the inputs it stands for stop changing. */
+    _Atomic uint64_t sel_last[WEFT_COLL_COUNT];
+    int sel_cache_on;
     int oversubscribed;       /* more ranks on this node than cores */
     /* Node topology (lib/topo.c), agreed at creation, read-only afterwards. */
     int node_local;           /* all ranks share one node (nnodes == 1) */

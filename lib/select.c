@@ -227,12 +227,55 @@ void weft__select_comm_of(weft__comm_t *c, weft_coll_t coll, weft__select_comm_t
     sc->nccl = weft__stream_has_nccl(c) ? weft__nccl_backend() : NULL;
 }
 
+/* The last choice per collective on a communicator, in one word read and
+ * written atomically (so any thread sees a key with its own answer):
+ * bytes (40 bits) | dtype (5) | op (4) | memory kind (2) | the algorithm
+ * forced on the communicator (5) | the choice (5) | 1 (a word is set).
+ * Everything else the choice depends on is fixed once the communicator is
+ * created (its cost figures, node path and stream; the tuning file and the
+ * environment, read at init), so a call with the same key gets the same
+ * answer, on every rank alike. It saves the selection's work on every call
+ * of a repeated size (a training step's buckets, a benchmark's loop):
+ * measured about 130 cycles back to back and 300 - 400 right after a sleep
+ * (doc/design.md, "Selection"). Calls of 1 TiB or more are not kept. */
+#define SEL_BYTES_BITS 40
+#define SEL_VALID (1ull << 63)
+_Static_assert(WEFT_DATATYPE_COUNT <= 32 && WEFT_OP_COUNT <= 16 && WEFT_ALGO_COUNT <= 32,
+               "the selection cache's word has 5 bits for datatypes and algorithms, 4 for ops");
+
+static bool sel_key(size_t bytes, weft_datatype_t dtype, weft_op_t rop, weft__memkind_t mem,
+                    weft_algo_t forced, uint64_t *key)
+{
+    if ((uint64_t)bytes >> SEL_BYTES_BITS || (unsigned)dtype >= 32 || (unsigned)rop >= 16 ||
+        (unsigned)mem >= 4 || (unsigned)forced >= 32)
+        return false;
+    *key = (uint64_t)bytes | (uint64_t)dtype << 40 | (uint64_t)rop << 45 | (uint64_t)mem << 49 |
+           (uint64_t)forced << 51 | SEL_VALID;
+    return true;
+}
+#define SEL_ALGO_SHIFT 56
+#define SEL_KEY_MASK (~(31ull << SEL_ALGO_SHIFT))
+
+/* Caller thread (any). */
 weft_algo_t weft__select(weft__comm_t *c, weft_coll_t coll, size_t bytes, weft_datatype_t dtype,
                          weft_op_t rop, weft__memkind_t mem)
 {
+    const weft_algo_t forced =
+        (weft_algo_t)atomic_load_explicit(&c->force_algo[coll], memory_order_relaxed);
+    uint64_t key = 0;
+    const bool keep = c->sel_cache_on && sel_key(bytes, dtype, rop, mem, forced, &key);
+    if (keep) {
+        const uint64_t v = atomic_load_explicit(&c->sel_last[coll], memory_order_relaxed);
+        if ((v & SEL_KEY_MASK) == key) return (weft_algo_t)(v >> SEL_ALGO_SHIFT & 31);
+    }
     weft__select_comm_t sc;
     weft__select_comm_of(c, coll, &sc);
-    return weft__select_explain(&sc, coll, bytes, dtype, rop, mem, NULL);
+    sc.forced = forced; /* the one the key holds */
+    const weft_algo_t a = weft__select_explain(&sc, coll, bytes, dtype, rop, mem, NULL);
+    if (keep && (unsigned)a < 32)
+        atomic_store_explicit(&c->sel_last[coll], key | (uint64_t)a << SEL_ALGO_SHIFT,
+                              memory_order_relaxed);
+    return a;
 }
 
 /* Any thread. On a communicator bound to a device stream the answer is for

@@ -323,6 +323,10 @@ static void test_movement(MPI_Comm comm, int count, int seed)
     /* span: bytes of one block in memory (what is compared) */
     const mv_t mvs[] = {
         {MPI_BYTE, count, (size_t)count, "byte"},
+        /* named types the interposer sizes from its own table (OSU moves MPI_CHAR) */
+        {MPI_CHAR, count, (size_t)count, "char"},
+        {MPI_C_DOUBLE_COMPLEX, count, 16u * (size_t)count, "double complex"},
+        {MPI_2INT, count, 8u * (size_t)count, "2int"},
         {MPI_INT, count, 4u * (size_t)count, "int"},
         {MPI_DOUBLE, count, 8u * (size_t)count, "double"},
         {pair3, count, 12u * (size_t)count, "contiguous derived"},

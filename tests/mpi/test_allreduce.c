@@ -372,6 +372,9 @@ int main(int argc, char **argv)
      * table has for allreduce (weft_comm_set_algo accepts exactly those). */
     const size_t per[] = {1, (size_t)P + 1, 1000, 65537};
     int nforced = 0;
+    weft_algo_t before = WEFT_ALGO_AUTO; /* the choice without forcing, asked again at the end */
+    MT_STATUS(&T, weft_query_algo(T.comm, WEFT_COLL_ALLREDUCE, 1000, WEFT_FLOAT32, &before),
+              WEFT_SUCCESS, "weft_query_algo");
     for (int a = WEFT_ALGO_AUTO + 1; a < WEFT_ALGO_COUNT; a++) {
         char tag[32]; /* "set_algo(" + a name of at most 21 characters + ")" */
         weft_algo_t q = WEFT_ALGO_AUTO;
@@ -408,6 +411,13 @@ int main(int argc, char **argv)
     MT_CHECK(&T, nforced >= 5, "only %d allreduce algorithms accepted", nforced);
     MT_STATUS(&T, weft_comm_set_algo(T.comm, WEFT_COLL_ALLREDUCE, WEFT_ALGO_AUTO), WEFT_SUCCESS,
               "weft_comm_set_algo(auto)");
+    /* The same call as before the forcing: the same choice (a communicator
+     * keeps its last choice per collective, keyed on what was forced too). */
+    weft_algo_t after = WEFT_ALGO_AUTO;
+    MT_STATUS(&T, weft_query_algo(T.comm, WEFT_COLL_ALLREDUCE, 1000, WEFT_FLOAT32, &after),
+              WEFT_SUCCESS, "weft_query_algo");
+    MT_CHECK(&T, after == before, "after set_algo(auto) the query gives %s, before the forcing %s",
+             weft_algo_name(after), weft_algo_name(before));
     mt_info(&T, "  forced algorithms done (%.2f s)", mt_elapsed(&T));
 
     check_hashes();
