@@ -853,22 +853,24 @@ static void greq_untrack_locked(greq_t *g)
     }
 }
 
+/* The record in the table under handle r, or NULL (greq_lock held). */
+static greq_t *greq_lookup_locked(MPI_Request r)
+{
+    if (greq_cap == 0) return NULL;
+    const size_t mask = greq_cap - 1;
+    for (size_t j = greq_slot(r, mask); greq_tab[j] != NULL; j = (j + 1) & mask)
+        if (greq_tab[j]->mpi == r) return greq_tab[j];
+    return NULL;
+}
+
 /* The live, not yet completed request of ours behind r, or NULL. */
 static greq_t *greq_find(MPI_Request r)
 {
     greq_program_thread = 1;
     if (r == MPI_REQUEST_NULL || atomic_load_explicit(&greq_nlive, memory_order_relaxed) == 0)
         return NULL;
-    greq_t *g = NULL;
     pthread_mutex_lock(&greq_lock);
-    if (greq_cap > 0) {
-        size_t mask = greq_cap - 1;
-        for (size_t j = greq_slot(r, mask); greq_tab[j] != NULL; j = (j + 1) & mask)
-            if (greq_tab[j]->mpi == r) {
-                g = greq_tab[j];
-                break;
-            }
-    }
+    greq_t *g = greq_lookup_locked(r);
     pthread_mutex_unlock(&greq_lock);
     return g != NULL && !g->completed ? g : NULL;
 }
@@ -1169,17 +1171,9 @@ static greq_t *greq_find_retire(MPI_Request r, int *retired)
     greq_program_thread = 1;
     if (r == MPI_REQUEST_NULL || atomic_load_explicit(&greq_nlive, memory_order_relaxed) == 0)
         return NULL;
-    greq_t *g = NULL;
     int n = 0;
     pthread_mutex_lock(&greq_lock);
-    if (greq_cap > 0) {
-        size_t mask = greq_cap - 1;
-        for (size_t j = greq_slot(r, mask); greq_tab[j] != NULL; j = (j + 1) & mask)
-            if (greq_tab[j]->mpi == r) {
-                g = greq_tab[j];
-                break;
-            }
-    }
+    greq_t *g = greq_lookup_locked(r);
     if (g != NULL && !g->completed && atomic_load_explicit(&g->released, memory_order_acquire) &&
         g->wst == WEFT_SUCCESS) {
         n = greq_retire_locked(g);

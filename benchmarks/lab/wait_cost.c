@@ -22,10 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <mpi.h>
 
+#include "bench_common.h"
 #include "weft.h"
 #include "weft_cli.h"
 #include "weft_mpi.h"
@@ -37,31 +37,7 @@ typedef struct opts {
     long iters, rounds, sleep_us;
 } opts_t;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void nap(long us)
-{
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) != 0) {}
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of v[0..n) in microseconds (sorts v). */
-static double median_us(double *v, long n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return 1e6 * v[n / 2];
-}
+static void nap(long us) { bench_sleep(1e-6 * (double)us); }
 
 /* The generalized request's functions: as the interposer's, minus the Weft side. */
 static int g_query(void *extra, MPI_Status *st)
@@ -158,17 +134,17 @@ static int round_once(const opts_t *o, weft_comm_t comm, char *a, char *b, doubl
     for (long i = 0; i < o->iters; i++) { /* Weft: after the sleep, then back to back */
         CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
         weft_request_t r1, r2;
-        double t0 = now();
+        double t0 = bench_now();
         CHECK_WEFT(weft_ibcast(a, o->bytes, WEFT_UINT8, 0, comm, &r1));
-        double t1 = now();
+        double t1 = bench_now();
         CHECK_WEFT(weft_ibcast(b, o->bytes, WEFT_UINT8, 0, comm, &r2));
-        double t2 = now();
+        double t2 = bench_now();
         nap(o->sleep_us);
-        double t3 = now();
+        double t3 = bench_now();
         CHECK_WEFT(weft_wait(&r1));
-        double t4 = now();
+        double t4 = bench_now();
         CHECK_WEFT(weft_wait(&r2));
-        double t5 = now();
+        double t5 = bench_now();
         t[T_ISSUE][i] = t1 - t0;
         t[T_ISSUE_WARM][i] = t2 - t1;
         t[T_WAIT][i] = t4 - t3;
@@ -178,20 +154,20 @@ static int round_once(const opts_t *o, weft_comm_t comm, char *a, char *b, doubl
         CHECK_MPI(MPI_Barrier(MPI_COMM_WORLD));
         MPI_Request q;
         nap(o->sleep_us);
-        double t0 = now();
+        double t0 = bench_now();
         CHECK_MPI(MPIX_Grequest_start(g_query, g_free, g_cancel, g_poll, g_wait, NULL, &q));
-        double t1 = now();
+        double t1 = bench_now();
         nap(o->sleep_us);
-        double t2 = now();
+        double t2 = bench_now();
         CHECK_MPI(MPI_Grequest_complete(q));
-        double t3 = now();
+        double t3 = bench_now();
         CHECK_MPI(MPI_Wait(&q, MPI_STATUS_IGNORE));
-        double t4 = now();
+        double t4 = bench_now();
         t[T_START][i] = t1 - t0;
         t[T_COMPLETE][i] = t3 - t2;
         t[T_MPI_WAIT][i] = t4 - t3;
     }
-    for (int k = 0; k < NT; k++) med[k] = median_us(t[k], o->iters);
+    for (int k = 0; k < NT; k++) med[k] = 1e6 * bench_median(t[k], (int)o->iters);
     return 0;
 }
 
