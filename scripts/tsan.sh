@@ -38,7 +38,7 @@ done
 # MPICH's generalized requests). The overlap benchmark's device-style compute
 # makes the callbacks run on the engine, so the keeper runs.
 tsan_rt=$(gcc -print-file-name=libtsan.so)
-for t in "calls 3 interpose_test_mpi_calls --quick" \
+for t in "calls 2 interpose_test_mpi_calls" \
          "overlap 2 mpi_overlap -m 64K:256K -i 20 --compute device --entry mpi"; do
   set -- $t
   name=$1 ranks=$2
