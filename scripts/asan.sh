@@ -47,7 +47,7 @@ tests=(
   lab-weft_lat_split-smoke bench-weft_osu_halo-smoke
   # libweft-mpi.so preloaded (libasan first: tests/interpose/meson.build),
   # whose completion callbacks call MPICH from the engine thread
-  interpose-calls-n2
+  interpose-calls-n2 interpose-threads-n2
 )
 # Build only what the selected tests run (the programs and what they depend
 # on), not every benchmark and tool.

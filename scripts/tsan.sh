@@ -15,7 +15,8 @@ rm -rf "$dir"
 meson setup "$dir" -Db_sanitize=thread -Dbuildtype=debugoptimized -Dloom=false >/dev/null
 ninja -C "$dir" -j"$(nproc)" tests/mpi/mpi_inflight tests/mpi/mpi_allreduce tests/mpi/mpi_errors \
   tests/mpi/mpi_embed tests/mpi/mpi_handles tests/mpi/mpi_stream \
-  interpose/libweft-mpi.so tests/interpose/interpose_test_mpi_calls benchmarks/mpi_overlap
+  interpose/libweft-mpi.so tests/interpose/interpose_test_mpi_calls \
+  tests/interpose/interpose_test_mpi_threads benchmarks/mpi_overlap
 export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none UCX_MEM_EVENTS=no
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 report_signal_unsafe=0"
 fail=0
@@ -36,9 +37,10 @@ done
 # records pass between the program's thread, Weft's engine (the completion
 # callback releases the Weft request) and the keeper thread (frees and starts
 # MPICH's generalized requests). The overlap benchmark's device-style compute
-# makes the callbacks run on the engine, so the keeper runs.
+# makes the callbacks run on the engine, so the keeper runs; the threads test
+# makes calls from three program threads at once.
 tsan_rt=$(gcc -print-file-name=libtsan.so)
-for t in "calls 2 interpose_test_mpi_calls" \
+for t in "calls 2 interpose_test_mpi_calls" "threads 2 interpose_test_mpi_threads --iters 60" \
          "overlap 2 mpi_overlap -m 64K:256K -i 20 --compute device --entry mpi"; do
   set -- $t
   name=$1 ranks=$2
