@@ -942,16 +942,25 @@ static void greq_release(greq_t *g)
     greq_put(g);
 }
 
-/* In MPI_Wait/MPI_Test/... on the program's thread, after completion. */
-static int greq_query(void *extra, MPI_Status *status)
+/* The status of a collective completed by Weft: no source, tag or elements,
+ * not cancelled (in_array: MPI_ERROR too, as MPICH's MPI_Waitall sets it). */
+static int greq_status(MPI_Status *status, int in_array)
 {
-    greq_t *g = extra;
+    if (status == MPI_STATUS_IGNORE) return MPI_SUCCESS;
+    if (in_array) status->MPI_ERROR = MPI_SUCCESS;
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
     int rc = PMPI_Status_set_elements(status, MPI_BYTE, 0);
     if (rc == MPI_SUCCESS) rc = PMPI_Status_set_cancelled(status, 0);
-    if (rc != MPI_SUCCESS) return rc;
-    return mpi_class_of(g->st);
+    return rc;
+}
+
+/* In MPI_Wait/MPI_Test/... on the program's thread, after completion. */
+static int greq_query(void *extra, MPI_Status *status)
+{
+    greq_t *g = extra;
+    int rc = greq_status(status, 0);
+    return rc != MPI_SUCCESS ? rc : mpi_class_of(g->st);
 }
 
 static int greq_free(void *extra)
@@ -1182,18 +1191,6 @@ static greq_t *greq_find_retire(MPI_Request r, int *retired)
     return g != NULL && (*retired || !g->completed) ? g : NULL;
 }
 
-/* The status of a collective completed by Weft (greq_query's; in_array:
- * MPI_ERROR too, as MPICH's MPI_Waitall sets it). */
-static void greq_status(MPI_Status *status, int in_array)
-{
-    if (status == MPI_STATUS_IGNORE) return;
-    if (in_array) status->MPI_ERROR = MPI_SUCCESS;
-    status->MPI_SOURCE = MPI_UNDEFINED;
-    status->MPI_TAG = MPI_UNDEFINED;
-    if (PMPI_Status_set_elements(status, MPI_BYTE, 0) != MPI_SUCCESS ||
-        PMPI_Status_set_cancelled(status, 0) != MPI_SUCCESS)
-        wmpi_log("MPI_Status_set_elements failed");
-}
 
 /* Complete and free the retired requests; with fill, start requests until
  * GREQ_READY wait (else free the waiting ones too: MPI_Finalize). On any
@@ -1516,7 +1513,7 @@ static int wait_fast(MPI_Request *request, MPI_Status *status, int in_array)
         greq_retire(g);
     }
     *request = MPI_REQUEST_NULL;
-    greq_status(status, in_array);
+    if (greq_status(status, in_array) != MPI_SUCCESS) wmpi_log("MPI_Status_set_elements failed");
     return 1;
 }
 
