@@ -537,24 +537,33 @@ class Comm:
                                                 self._h), keep, recvbuf, "weft_iallgather")
 
     # ---- allgatherv ----------------------------------------------------------
-    def _agv_args(self, sendbuf, recvbuf, counts, displs, dtype):
-        p, me = self.size, self.rank
-        counts, displs, extent = _v_blocks(counts, displs, p, "counts", "displs", "allgatherv")
+    def _gathered(self, sendbuf, recvbuf, counts, displs, own, dtype, name):
+        """The blocks of a gathering vector call (allgatherv, gatherv at the
+        root) resolved: recvbuf holds counts[q] elements at displs[q] for every
+        rank q, and sendbuf (or IN_PLACE: own's block, already in recvbuf) is
+        block own. Returns (send pointer, the leading argument tuple from the
+        send count to the displacements, the kept objects)."""
+        counts, displs, extent = _v_blocks(counts, displs, self.size, "counts", "displs", name)
         r, scale = _resolve_moved_scaled(recvbuf, "recvbuf", True, dtype, self._dev)
-        _host_only(r, "allgatherv")
-        _v_fits(r, scale, extent, "recvbuf", "allgatherv", counts, displs)
+        _host_only(r, name)
+        _v_fits(r, scale, extent, "recvbuf", name, counts, displs)
         if sendbuf is IN_PLACE:
             sp, keep = _INPL, (r,)
         else:
             s, s_scale = _resolve_moved_scaled(sendbuf, "sendbuf", False, dtype, self._dev)
-            _host_only(s, "allgatherv")
-            _v_same(s, s_scale, r, scale, "allgatherv")
-            if s.count // scale != counts[me]:
-                raise WeftError(ERR_INVALID_ARG, "allgatherv: sendbuf holds %d elements, "
-                                "counts[%d] is %d" % (s.count // scale, me, counts[me]))
+            _host_only(s, name)
+            _v_same(s, s_scale, r, scale, name)
+            if s.count // scale != counts[own]:
+                raise WeftError(ERR_INVALID_ARG, "%s: sendbuf holds %d elements, "
+                                "counts[%d] is %d" % (name, s.count // scale, own, counts[own]))
             sp, keep = s.ptr, (s, r)
-        return (sp, counts[me] * scale, r.ptr, _sizes(counts, scale), _sizes(displs, scale),
-                r.dtype, self._h), keep
+        return (sp, counts[own] * scale, r.ptr, _sizes(counts, scale), _sizes(displs, scale),
+                r.dtype), keep
+
+    def _agv_args(self, sendbuf, recvbuf, counts, displs, dtype):
+        args, keep = self._gathered(sendbuf, recvbuf, counts, displs, self.rank, dtype,
+                                    "allgatherv")
+        return args + (self._h,), keep
 
     def allgatherv(self, sendbuf, recvbuf, counts, displs=None, dtype=None):
         """recvbuf gets rank q's sendbuf (counts[q] elements) at displs[q]
@@ -765,23 +774,9 @@ class Comm:
             return (s.ptr, s.count, None, None, None, s.dtype, root, self._h), (s,)
         if recvbuf is None:
             raise WeftError(ERR_INVALID_ARG, "gatherv: recvbuf is needed at the root")
-        counts, displs, extent = _v_blocks(counts, displs, self.size, "counts", "displs",
-                                           "gatherv")
-        r, scale = _resolve_moved_scaled(recvbuf, "recvbuf", True, dtype, self._dev)
-        _host_only(r, "gatherv")
-        _v_fits(r, scale, extent, "recvbuf", "gatherv", counts, displs)
-        if sendbuf is IN_PLACE:  # the root's block is already at displs[root]
-            sp, keep = _INPL, (r,)
-        else:
-            s, s_scale = _resolve_moved_scaled(sendbuf, "sendbuf", False, dtype, self._dev)
-            _host_only(s, "gatherv")
-            _v_same(s, s_scale, r, scale, "gatherv")
-            if s.count // scale != counts[root]:
-                raise WeftError(ERR_INVALID_ARG, "gatherv: sendbuf holds %d elements, "
-                                "counts[%d] is %d" % (s.count // scale, root, counts[root]))
-            sp, keep = s.ptr, (s, r)
-        return (sp, counts[root] * scale, r.ptr, _sizes(counts, scale), _sizes(displs, scale),
-                r.dtype, root, self._h), keep
+        # in place: the root's block is already at displs[root]
+        args, keep = self._gathered(sendbuf, recvbuf, counts, displs, root, dtype, "gatherv")
+        return args + (root, self._h), keep
 
     def gatherv(self, sendbuf, recvbuf=None, counts=None, displs=None, root=0, dtype=None):
         """The root's recvbuf gets rank q's sendbuf (counts[q] elements) at
