@@ -331,6 +331,33 @@ typedef struct weft_completion_record {
  */
 WEFT_EXPORT weft_status_t weft_request_notify_fd(weft_request_t req, int fd, uint64_t token);
 
+/**
+ * A communicator's completion callback: arg as set, req the address at which
+ * the nonblocking call stored the operation's request (the caller's
+ * weft_request_t variable: the operation is known by it, for instance as a
+ * member of the object that tracks it), status the operation's own.
+ */
+typedef void (*weft_comm_callback_t)(void *arg, weft_request_t *req, weft_status_t status);
+/**
+ * Have fn(arg, req, status) called once for every nonblocking collective and
+ * point-to-point operation (the weft_i* calls) issued on comm from now on,
+ * when it completes: what weft_request_on_complete registered right after
+ * each call gives, but in place from the issue, with no call and no look-up
+ * of the request per operation. fn may run before the nonblocking call
+ * returns (on another thread; *req is set by then), so *req must stay where
+ * it is until fn has run; fn may release the request itself with
+ * weft_wait(req), else it is released as usual. Where fn runs and what it may
+ * do: as weft_request_on_complete. Such a request takes no second callback
+ * (weft_request_on_complete: WEFT_ERR_INVALID_ARG). fn == NULL removes the
+ * setting; operations issued before a change keep what they had. Halo
+ * exchanges are not included. Errors: WEFT_ERR_INVALID_COMM,
+ * WEFT_ERR_UNSUPPORTED (a stream-bound communicator: order work on the
+ * stream), WEFT_ERR_NO_MEMORY. Thread: any; a call issued concurrently
+ * on another thread has the old setting or the new one.
+ */
+WEFT_EXPORT weft_status_t weft_comm_set_on_complete(weft_comm_t comm, weft_comm_callback_t fn,
+                                                    void *arg);
+
 /* ---- allreduce -------------------------------------------------------------- */
 /**
  * Allreduce `count` elements. sendbuf may be WEFT_IN_PLACE. On a communicator

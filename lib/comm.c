@@ -177,6 +177,14 @@ fail_ctl:
 /* Collective: waits for this comm's ops (helping progress), then frees. */
 static void comm_free(weft__comm_t *c)
 {
+    weft__comm_cb_t *cb = atomic_load_explicit(&c->on_complete, memory_order_relaxed);
+    if (cb != NULL) cb->next = c->cb_replaced;
+    else cb = c->cb_replaced;
+    while (cb != NULL) { /* no issue any more: nobody reads them */
+        weft__comm_cb_t *n = cb->next;
+        free(cb);
+        cb = n;
+    }
     weft__stream_comm_detach(c);
     weft__node_close((weft__node_t **)&c->node_state);
     weft__topo_fini(c);
@@ -360,5 +368,31 @@ weft_status_t weft_comm_set_algo(weft_comm_t comm, weft_coll_t coll, weft_algo_t
     if ((unsigned)algo >= WEFT_ALGO_COUNT) return WEFT_ERR_ALGORITHM;
     if (algo != WEFT_ALGO_AUTO && weft__algo_impl(coll, algo) == NULL) return WEFT_ERR_ALGORITHM;
     atomic_store_explicit(&c->force_algo[coll], (int)algo, memory_order_relaxed);
+    return WEFT_SUCCESS;
+}
+
+/* Setting a communicator's callback is rare: one lock for all of them keeps
+ * the replaced settings' list. */
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+
+weft_status_t weft_comm_set_on_complete(weft_comm_t comm, weft_comm_callback_t fn, void *arg)
+{
+    weft__comm_t *c = NULL;
+    WEFT__CHECK(weft__comm_get(comm, &c));
+    if (c->stream_state != NULL) return WEFT_ERR_UNSUPPORTED; /* completion belongs to the stream */
+    weft__comm_cb_t *n = NULL;
+    if (fn != NULL) {
+        n = malloc(sizeof *n);
+        if (n == NULL) return WEFT_ERR_NO_MEMORY;
+        *n = (weft__comm_cb_t){fn, arg, NULL};
+    }
+    pthread_mutex_lock(&cb_lock);
+    /* release: n's fields to the issuing threads (acquire in weft__issue) */
+    weft__comm_cb_t *old = atomic_exchange_explicit(&c->on_complete, n, memory_order_acq_rel);
+    if (old != NULL) {
+        old->next = c->cb_replaced;
+        c->cb_replaced = old;
+    }
+    pthread_mutex_unlock(&cb_lock);
     return WEFT_SUCCESS;
 }

@@ -34,6 +34,15 @@ typedef struct weft__cost {
     int ppn;                      /* ranks per node when every node has as many, else 0 */
 } weft__cost_t;
 
+/** A communicator's completion callback (weft_comm_set_on_complete):
+ * immutable once published; replaced ones are kept until the comm is freed
+ * (an issuing thread may still be reading one). */
+typedef struct weft__comm_cb {
+    weft_comm_callback_t fn;
+    void *arg;
+    struct weft__comm_cb *next; /* replaced ones */
+} weft__comm_cb_t;
+
 /* ---- communicators ------------------------------------------------------ */
 typedef struct weft__comm {
     /* The transport's view (backends/transport.h) and the same fields by
@@ -51,12 +60,16 @@ typedef struct weft__comm {
     int pof2;                 /* largest power of two <= size */
     weft_stream_t stream;
     const weft__transport_t *tp;
+    /* What every issue reads, after the line above: kept together so that
+     * an issue after a device-style compute (caches cold) pulls few lines. */
+    void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
+    _Atomic(weft__comm_cb_t *) on_complete; /* NULL: none (read at every nonblocking issue) */
+    int sel_cache_on;
     _Atomic int force_algo[WEFT_COLL_COUNT];
     /* The last selection per collective (lib/select.c: the call's inputs and
      * the algorithm in one word, 0: none), kept once sel_cache_on is set at
      * the end of creation, when the inputs it stands for stop changing. */
     _Atomic uint64_t sel_last[WEFT_COLL_COUNT];
-    int sel_cache_on;
     int oversubscribed;       /* more ranks on this node than cores */
     /* Node topology (lib/topo.c), agreed at creation, read-only afterwards. */
     int node_local;           /* all ranks share one node (nnodes == 1) */
@@ -71,8 +84,8 @@ typedef struct weft__comm {
     weft__ctl_t *node_ctl;    /* the ranks of this rank's node */
     void *node_state;         /* backends/shm: the node's shared segment (NULL: none) */
     weft__cost_t cost;        /* alpha/beta/gamma agreed by all ranks */
-    void *stream_state;       /* lib/stream.c: per-comm stream state (NULL: no stream) */
     uint64_t handle;          /* the public handle (lib/comm.c, base/handle.h) */
+    weft__comm_cb_t *cb_replaced;          /* under lib/comm.c's cb_lock */
     /* Written on every issue (caller) and completion (engine): a line of
      * their own, so that the read-mostly fields above stay shared in both
      * threads' caches. */

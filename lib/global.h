@@ -10,6 +10,9 @@
 /* ---- global state (lib/init.c) --------------------------------------------- */
 typedef struct weft__global {
     _Atomic int initialized;
+    /* lib/obs.c's switch (a WEFT__OBS_* bit set), beside `initialized`: both
+     * are read by every call, so they share its cache line */
+    _Atomic int obs_on;
     int we_init_mpi;
     int world_rank, world_size;
     int ncores;

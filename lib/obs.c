@@ -1,10 +1,10 @@
 /*
- * obs.c - observability: the switch (weft__obs_on), the hooks the core calls
+ * obs.c - observability: the switch (weft__g.obs_on), the hooks the core calls
  * and their dispatch to the profiler (lib/profile.c) and the trace
  * (lib/trace.c), and the public weft_profile_* calls.
  *
  * Cost when off: every hook site in the core is `if (WEFT__OBS_ON()) ...`,
- * one relaxed load of weft__obs_on and a branch predicted not taken. When on,
+ * one relaxed load of weft__g.obs_on and a branch predicted not taken. When on,
  * the hooks below run; what they cost is measured in doc/observability.md.
  *
  * Thread contract: weft__obs_init / weft__obs_fini run in weft_init /
@@ -25,9 +25,8 @@
  * sinks it guards are made ready (under their own locks) before a bit is set,
  * and a hook that sees a stale value either skips one event or finds the sink
  * ready; the sinks are torn down only after the engine stopped. */
-_Atomic int weft__obs_on;
 
-static inline int bits(void) { return atomic_load_explicit(&weft__obs_on, memory_order_relaxed); }
+static inline int bits(void) { return atomic_load_explicit(&weft__g.obs_on, memory_order_relaxed); }
 
 /* Can `path` be written at finalize? An existing regular file must be
  * writable, else its directory must exist and be writable. Logs why not. */
@@ -69,7 +68,7 @@ static int output_ok(const char *var, const char *path)
  * the clocks collectively. */
 weft_status_t weft__obs_init(void)
 {
-    atomic_store_explicit(&weft__obs_on, 0, memory_order_relaxed);
+    atomic_store_explicit(&weft__g.obs_on, 0, memory_order_relaxed);
     int rank = weft__g.world_rank;
     /* [0] a path is wrong here, [1] this rank traces, [2] it does not */
     int mine[3] = {0, weft__cfg.trace_path[0] != 0, weft__cfg.trace_path[0] == 0}, all[3];
@@ -92,7 +91,7 @@ weft_status_t weft__obs_init(void)
     }
     if (weft__cfg.profile_path[0]) {
         if (weft__profile_init() == WEFT_SUCCESS)
-            atomic_fetch_or_explicit(&weft__obs_on, WEFT__OBS_PROFILE, memory_order_relaxed);
+            atomic_fetch_or_explicit(&weft__g.obs_on, WEFT__OBS_PROFILE, memory_order_relaxed);
         else
             WEFT__ERROR("WEFT_PROFILE=%s: profiler not started", weft__cfg.profile_path);
     }
@@ -102,7 +101,7 @@ weft_status_t weft__obs_init(void)
             WEFT__ERROR("WEFT_TRACE=%s: trace not started", weft__cfg.trace_path);
             return st;
         }
-        atomic_fetch_or_explicit(&weft__obs_on, WEFT__OBS_TRACE, memory_order_relaxed);
+        atomic_fetch_or_explicit(&weft__g.obs_on, WEFT__OBS_TRACE, memory_order_relaxed);
     }
     return WEFT_SUCCESS;
 }
@@ -110,7 +109,7 @@ weft_status_t weft__obs_init(void)
 /* weft_finalize: engine stopped, MPI still usable, communicators still alive. */
 void weft__obs_fini(void)
 {
-    atomic_store_explicit(&weft__obs_on, 0, memory_order_relaxed);
+    atomic_store_explicit(&weft__g.obs_on, 0, memory_order_relaxed);
     weft__profile_fini();
     weft__trace_fini();
 }
@@ -168,9 +167,9 @@ weft_status_t weft_profile_enable(int on)
     if (!weft__is_init()) return WEFT_ERR_NOT_INITIALIZED;
     if (on) {
         WEFT__CHECK(weft__profile_init()); /* idempotent: keeps counts gathered so far */
-        atomic_fetch_or_explicit(&weft__obs_on, WEFT__OBS_PROFILE, memory_order_relaxed);
+        atomic_fetch_or_explicit(&weft__g.obs_on, WEFT__OBS_PROFILE, memory_order_relaxed);
     } else {
-        atomic_fetch_and_explicit(&weft__obs_on, ~WEFT__OBS_PROFILE, memory_order_relaxed);
+        atomic_fetch_and_explicit(&weft__g.obs_on, ~WEFT__OBS_PROFILE, memory_order_relaxed);
     }
     return WEFT_SUCCESS;
 }

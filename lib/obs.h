@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 
 #include "algo.h"
+#include "global.h"
 
 /* ---- observability (lib/profile.c, lib/trace.c) ----------------------------- */
 /** Open the profile/trace sinks asked for (weft_init) and write them (weft_finalize). */
@@ -15,7 +16,7 @@ weft_status_t weft__obs_init(void);
 void weft__obs_fini(void);
 
 /*
- * Observability hooks. weft__obs_on is a bit set (WEFT__OBS_PROFILE,
+ * Observability hooks. weft__g.obs_on is a bit set (WEFT__OBS_PROFILE,
  * WEFT__OBS_TRACE), 0 when both are off; every hook site is guarded by one
  * predictable branch, WEFT__OBS_ON(), so the cost when off is one relaxed load
  * and a not-taken branch. Building with -DWEFT_OBS_DISABLE compiles the hook
@@ -23,12 +24,11 @@ void weft__obs_fini(void);
  */
 #define WEFT__OBS_PROFILE 1
 #define WEFT__OBS_TRACE 2
-extern _Atomic int weft__obs_on;
 #ifdef WEFT_OBS_DISABLE
 #define WEFT__OBS_ON() 0
 #else
 #define WEFT__OBS_ON() \
-    WEFT__UNLIKELY(atomic_load_explicit(&weft__obs_on, memory_order_relaxed) != 0)
+    WEFT__UNLIKELY(atomic_load_explicit(&weft__g.obs_on, memory_order_relaxed) != 0)
 #endif
 /** The guard of every per-op hook after the issue: op was issued while
  * observability was on (op->timed) and it still is. An op issued while it

@@ -179,12 +179,19 @@ weft_status_t weft__issue(weft__op_t *op, weft_request_t *req)
         op->t_issue = weft__now();
         weft__obs_issue(op);
     } else {
-        op->t_issue = weft__now_coarse();
+        op->t_issue = 0.0; /* read only for timed ops (trace, profile): no clock read here */
     }
     atomic_fetch_add_explicit(&c->inflight, 1, memory_order_relaxed);
     if (req != NULL) {
-        weft__engine_submit(&op->task, false);
+        /* Before the submission: a callback may run from then on, and the
+         * handle is what it releases. The communicator's callback
+         * (weft_comm_set_on_complete) is the request's from its issue; a halo
+         * exchange's request lives in its plan, not with the caller. */
         *req = handle;
+        const weft__comm_cb_t *cc = atomic_load_explicit(&c->on_complete, memory_order_acquire);
+        if (cc != NULL && op->kind != WEFT__OP_HALO)
+            weft__task_preset_comm_callback(&op->task, cc->fn, cc->arg, req);
+        weft__engine_submit(&op->task, false);
         return WEFT_SUCCESS;
     }
     if (op->sop != NULL) { /* stream semantics: the stream waits, not the host */

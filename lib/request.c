@@ -19,8 +19,9 @@
 #define MAX_CHUNKS 4096u
 
 typedef struct slot {
-    uint32_t gen;     /* under `lock` */
-    int in_use;       /* under `lock` */
+    uint32_t gen;     /* written under `lock` (release_locked) */
+    _Atomic int in_use; /* set by the issuing thread without the lock (a slot of its
+                         * cache), read and cleared under `lock` */
     weft__op_t *op;
     uint32_t next_free;
 } slot_t;
@@ -34,22 +35,55 @@ static struct {
 
 static slot_t *slot_at(uint32_t idx) { return &R.chunks[idx / CHUNK_SLOTS][idx % CHUNK_SLOTS]; }
 
-/* Any thread. */
-weft_status_t weft__request_new(weft__op_t *op, weft_request_t *req)
+/*
+ * Each issuing thread takes free slots SLOT_BATCH at a time (one critical
+ * section per batch) and hands them out from its own cache without the
+ * lock: the issue of a nonblocking call then touches no shared line for its
+ * handle. Slots return to the shared list when released (under the lock, by
+ * whichever thread waits or tests), and a thread's cache when the thread
+ * exits (key destructor). A cached slot is free (in_use 0): a stale handle
+ * naming it is refused as before. Without a key (pthread_key_create failed)
+ * a thread takes one slot at a time.
+ */
+#define SLOT_BATCH 16u
+static _Thread_local struct {
+    uint32_t head; /* slot index + 1, chained through next_free, 0 = empty */
+    uint32_t n;
+    int keyed;     /* the destructor will return the cache */
+} slot_cache;
+static pthread_key_t slot_cache_key;
+static pthread_once_t slot_cache_once = PTHREAD_ONCE_INIT;
+static int slot_cache_key_ok;
+
+/* Thread exit: the cache back to the shared list. */
+static void slot_cache_return(void *unused)
 {
-    weft_status_t st = WEFT_SUCCESS;
+    WEFT__UNUSED(unused);
+    if (slot_cache.n == 0) return;
     pthread_mutex_lock(&R.lock);
+    uint32_t tail = slot_cache.head;
+    while (slot_at(tail - 1)->next_free != 0) tail = slot_at(tail - 1)->next_free;
+    slot_at(tail - 1)->next_free = R.free_head;
+    R.free_head = slot_cache.head;
+    pthread_mutex_unlock(&R.lock);
+    slot_cache.head = 0;
+    slot_cache.n = 0;
+}
+
+static void slot_cache_key_init(void)
+{
+    slot_cache_key_ok = pthread_key_create(&slot_cache_key, slot_cache_return) == 0;
+}
+
+/* Fill this thread's empty cache with up to `want` slots from the shared
+ * list, a new chunk if it is empty. R.lock held. */
+static weft_status_t slot_cache_fill_locked(uint32_t want)
+{
     if (R.free_head == 0) {
         uint32_t c = R.nslots / CHUNK_SLOTS;
-        if (c >= MAX_CHUNKS) {
-            st = WEFT_ERR_NO_MEMORY;
-            goto out;
-        }
+        if (c >= MAX_CHUNKS) return WEFT_ERR_NO_MEMORY;
         R.chunks[c] = calloc(CHUNK_SLOTS, sizeof(slot_t));
-        if (R.chunks[c] == NULL) {
-            st = WEFT_ERR_NO_MEMORY;
-            goto out;
-        }
+        if (R.chunks[c] == NULL) return WEFT_ERR_NO_MEMORY;
         for (uint32_t i = 0; i < CHUNK_SLOTS; i++) { /* chain the new slots in order */
             R.chunks[c][i].gen = 1;
             R.chunks[c][i].next_free = (i + 1 < CHUNK_SLOTS) ? R.nslots + i + 2 : 0;
@@ -57,15 +91,44 @@ weft_status_t weft__request_new(weft__op_t *op, weft_request_t *req)
         R.free_head = R.nslots + 1;
         R.nslots += CHUNK_SLOTS;
     }
-    uint32_t idx = R.free_head - 1;
+    uint32_t tail = R.free_head, n = 1;
+    while (n < want && slot_at(tail - 1)->next_free != 0) {
+        tail = slot_at(tail - 1)->next_free;
+        n++;
+    }
+    slot_cache.head = R.free_head;
+    slot_cache.n = n;
+    R.free_head = slot_at(tail - 1)->next_free;
+    slot_at(tail - 1)->next_free = 0;
+    return WEFT_SUCCESS;
+}
+
+/* Any thread. */
+weft_status_t weft__request_new(weft__op_t *op, weft_request_t *req)
+{
+    if (WEFT__UNLIKELY(slot_cache.n == 0)) {
+        if (!slot_cache.keyed) {
+            pthread_once(&slot_cache_once, slot_cache_key_init);
+            slot_cache.keyed =
+                slot_cache_key_ok && pthread_setspecific(slot_cache_key, &slot_cache) == 0;
+        }
+        pthread_mutex_lock(&R.lock);
+        const weft_status_t st = slot_cache_fill_locked(slot_cache.keyed ? SLOT_BATCH : 1);
+        pthread_mutex_unlock(&R.lock);
+        if (st != WEFT_SUCCESS) return st;
+    }
+    /* A slot of this thread's cache: free, its gen and next_free last written
+     * under R.lock before this thread took it there. */
+    const uint32_t idx = slot_cache.head - 1;
     slot_t *s = slot_at(idx);
-    R.free_head = s->next_free;
-    s->in_use = 1;
+    slot_cache.head = s->next_free;
+    slot_cache.n--;
     s->op = op;
+    /* relaxed: whoever may take the op has the handle from this thread (that
+     * hand-off orders it); a stale handle's look-up only compares */
+    atomic_store_explicit(&s->in_use, 1, memory_order_relaxed);
     *req = ((uint64_t)s->gen << 32) | (uint64_t)(idx + 1);
-out:
-    pthread_mutex_unlock(&R.lock);
-    return st;
+    return WEFT_SUCCESS;
 }
 
 /* The slot index of a live handle, or UINT32_MAX if stale/unknown. R.lock held. */
@@ -75,14 +138,15 @@ static uint32_t live_slot(weft_request_t h)
     uint32_t gen = (uint32_t)(h >> 32);
     if (idx == 0 || idx - 1 >= R.nslots) return UINT32_MAX;
     slot_t *s = slot_at(idx - 1);
-    return s->in_use && s->gen == gen ? idx - 1 : UINT32_MAX;
+    return atomic_load_explicit(&s->in_use, memory_order_relaxed) && s->gen == gen ? idx - 1
+                                                                                    : UINT32_MAX;
 }
 
 /* Free slot idx. R.lock held. */
 static void release_locked(uint32_t idx)
 {
     slot_t *s = slot_at(idx);
-    s->in_use = 0;
+    atomic_store_explicit(&s->in_use, 0, memory_order_relaxed);
     s->op = NULL;
     s->gen++;
     if (s->gen == 0) s->gen = 1;
@@ -99,7 +163,7 @@ void weft__request_fini(void)
     pthread_mutex_lock(&R.lock);
     for (uint32_t i = 0; i < R.nslots; i++) {
         slot_t *s = slot_at(i);
-        if (!s->in_use) continue;
+        if (!atomic_load_explicit(&s->in_use, memory_order_relaxed)) continue;
         weft__op_free(s->op);
         release_locked(i);
     }
@@ -124,7 +188,8 @@ weft_status_t weft_request_on_complete(weft_request_t req, weft_request_callback
         st = WEFT_ERR_UNSUPPORTED; /* completion belongs to the stream */
         goto out;
     }
-    if (op->task.cb_fn != NULL) { /* written only under this lock */
+    /* cb_fn: written only under this lock; cb_comm_fn: before the handle existed */
+    if (op->task.cb_fn != NULL || op->task.cb_comm_fn != NULL) {
         st = WEFT_ERR_INVALID_ARG;
         goto out;
     }

@@ -53,10 +53,23 @@ bool weft__task_finish(weft__task_t *t, weft_status_t status)
 void weft__task_run_callback(weft__task_t *t)
 {
     const weft__task_cb_t fn = t->cb_fn;
+    const weft_comm_callback_t comm_fn = t->cb_comm_fn;
     void *const arg = t->cb_arg;
+    weft_request_t *const req = t->cb_req;
     const weft_status_t st = t->status;
     publish(t); /* a waiter may free t from here on */
-    fn(arg, st);
+    if (comm_fn != NULL) comm_fn(arg, req, st);
+    else fn(arg, st);
+}
+
+void weft__task_preset_comm_callback(weft__task_t *t, weft_comm_callback_t fn, void *arg,
+                                     weft_request_t *req)
+{
+    t->cb_comm_fn = fn;
+    t->cb_arg = arg;
+    t->cb_req = req;
+    /* relaxed: the submission's release publishes it with the task */
+    atomic_store_explicit(&t->done, CB, memory_order_relaxed);
 }
 
 bool weft__task_on_complete(weft__task_t *t, weft__task_cb_t fn, void *arg)

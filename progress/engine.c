@@ -124,10 +124,17 @@ void weft__engine_submit(weft__task_t *t, bool nowake)
     weft__task_t *top = atomic_load_explicit(&E.submit_top, memory_order_relaxed);
     do {
         t->next = top;
-        /* release: the task's fields are visible to the consumer that pops it. */
-    } while (!atomic_compare_exchange_weak_explicit(&E.submit_top, &top, t, memory_order_release,
+        /* release: the task's fields are visible to the consumer that pops it;
+         * seq_cst: the push and the load of `sleeping` below against the
+         * engine's seq_cst store to `sleeping` and load of the stack
+         * (Dekker: one of the two sees the other), with no fence of its own
+         * (on x86 the locked exchange is one already). */
+    } while (!atomic_compare_exchange_weak_explicit(&E.submit_top, &top, t, memory_order_seq_cst,
                                                     memory_order_relaxed));
-    if (!nowake) weft__engine_wake();
+    if (!nowake && atomic_load_explicit(&E.sleeping, memory_order_seq_cst) == SLEEP_DEEP) {
+        atomic_fetch_add_explicit(&E.wake, 1, memory_order_release);
+        weft__futex_wake(&E.wake);
+    }
 }
 
 void weft__engine_wake(void)

@@ -47,7 +47,11 @@ struct weft__task {
     _Alignas(64) _Atomic uint32_t done; /* futex word: 0 running, then complete */
     weft_status_t status;    /* written before completion is published */
     weft__task_cb_t cb_fn;   /* weft__task_on_complete, under the caller's lock */
-    void *cb_arg;
+    void *cb_arg;            /* cb_fn's or cb_comm_fn's */
+    /* or a communicator's callback (weft_comm_set_on_complete), preset before
+     * submission with the request's address */
+    weft_comm_callback_t cb_comm_fn;
+    weft_request_t *cb_req;
 };
 
 /**
@@ -94,6 +98,8 @@ static inline void weft__task_reset(weft__task_t *t, weft__task_queue_t *queue)
     t->status = WEFT_SUCCESS;
     t->cb_fn = NULL;
     t->cb_arg = NULL;
+    t->cb_comm_fn = NULL;
+    t->cb_req = NULL;
 }
 
 /** Has t completed (its status and outputs visible: acquire)? Any thread. */
@@ -114,6 +120,13 @@ void weft__task_wait(weft__task_t *t, int pauses);
  * and with the release of the task. Any thread.
  */
 bool weft__task_on_complete(weft__task_t *t, weft__task_cb_t fn, void *arg);
+/**
+ * Register a communicator's callback, fn(arg, req, status), on t before its
+ * submission (nobody else sees t yet: no atomic exchange). The submitting
+ * thread, once.
+ */
+void weft__task_preset_comm_callback(weft__task_t *t, weft_comm_callback_t fn, void *arg,
+                                     weft_request_t *req);
 
 /* ---- engine (progress/) ----------------------------------------------------- */
 /** Start the engine thread if not running. Any thread. */

@@ -56,6 +56,10 @@ static const struct {
 static const weft__algo_impl_t *algo_lists[WEFT_COLL_COUNT][ALGO_TABLE_N + 1];
 static int algo_list_n[WEFT_COLL_COUNT];
 static uint64_t device_only_mask[WEFT_COLL_COUNT]; /* bit a: (coll, a) serves device buffers only */
+/* (coll, algo) -> its implementation: the look-up of every issue is one
+ * load (a scan of the table read one implementation struct per row, each
+ * on a line of its own, on caches a device-style compute had cooled). */
+static const weft__algo_impl_t *algo_index[WEFT_COLL_COUNT][WEFT_ALGO_COUNT];
 static pthread_once_t algo_lists_once = PTHREAD_ONCE_INIT;
 
 _Static_assert(WEFT_ALGO_COUNT <= 64, "device_only_mask holds one bit per algorithm");
@@ -66,18 +70,19 @@ static void build_lists(void)
         int k = (int)algo_table[i].impl->kind;
         if (k < 0 || k >= WEFT_COLL_COUNT) continue;
         algo_lists[k][algo_list_n[k]++] = algo_table[i].impl;
+        const unsigned a = (unsigned)algo_table[i].impl->id;
+        if (a < WEFT_ALGO_COUNT && algo_index[k][a] == NULL) algo_index[k][a] = algo_table[i].impl;
         if (algo_table[i].device_only && (unsigned)algo_table[i].impl->id < WEFT_ALGO_COUNT)
             device_only_mask[k] |= UINT64_C(1) << algo_table[i].impl->id;
     }
 }
 
-/* Thread contract: any thread (the table is constant). */
+/* Thread contract: any thread (the index is built once under pthread_once). */
 const weft__algo_impl_t *weft__algo_impl(weft_coll_t coll, weft_algo_t algo)
 {
-    for (size_t i = 0; i < ALGO_TABLE_N; i++)
-        if ((int)algo_table[i].impl->kind == (int)coll && algo_table[i].impl->id == algo)
-            return algo_table[i].impl;
-    return NULL;
+    if ((unsigned)coll >= WEFT_COLL_COUNT || (unsigned)algo >= WEFT_ALGO_COUNT) return NULL;
+    pthread_once(&algo_lists_once, build_lists);
+    return algo_index[coll][algo]; /* the first row for (coll, algo), as the scan found */
 }
 
 /* Thread contract: any thread (the lists are built once under pthread_once). */

@@ -2,7 +2,8 @@
  * test_embed.c - the C ABI for embedders (no MPI handle needed): the world
  * communicator, creation from a Fortran handle, split, groups made by their
  * members alone, completion
- * callbacks on requests and completion records written to a pipe. Results are checked against MPI's own collectives.
+ * callbacks on requests and on a communicator's operations, and completion
+ * records written to a pipe. Results are checked against MPI's own collectives.
  */
 #include <fcntl.h>
 #include <sched.h>
@@ -288,6 +289,168 @@ static void test_callbacks(mt_ctx_t *t)
     }
 }
 
+/* A communicator's callback (weft_comm_set_on_complete): one call per
+ * nonblocking operation, naming the variable its request was stored in. */
+#define CC_OPS 6
+typedef struct {
+    weft_request_t req;
+    long x;                 /* the operation's buffer, read by the callback */
+    _Atomic int calls, status, released;
+    _Atomic long seen;
+} cc_op_t;
+
+typedef struct {
+    cc_op_t ops[CC_OPS];
+    int release;            /* the callback releases the request itself */
+    _Atomic int stray;      /* calls naming no variable of ours */
+} cc_t;
+
+static void on_comm_done(void *arg, weft_request_t *req, weft_status_t st)
+{
+    cc_t *cc = arg;
+    cc_op_t *o = NULL;
+    for (int i = 0; i < CC_OPS; i++)
+        if (&cc->ops[i].req == req) o = &cc->ops[i];
+    if (o == NULL) {
+        atomic_fetch_add(&cc->stray, 1);
+        return;
+    }
+    atomic_store(&o->status, (int)st);
+    atomic_store(&o->seen, o->x);
+    if (cc->release) atomic_store(&o->released, weft_wait(req) == WEFT_SUCCESS ? 1 : -1);
+    atomic_fetch_add(&o->calls, 1);
+}
+
+/* The operations cc_issue makes, in order: collectives and a message to the
+ * next rank (received from the previous one). */
+enum { CC_ALLREDUCE, CC_BCAST, CC_RECV, CC_SEND };
+static const int cc_kind[CC_OPS] = {CC_ALLREDUCE, CC_BCAST, CC_RECV, CC_SEND, CC_ALLREDUCE, CC_BCAST};
+
+/* Issue the CC_OPS operations on w into cc's variables. */
+static void cc_issue(mt_ctx_t *t, weft_comm_t w, cc_t *cc)
+{
+    const int to = (t->rank + 1) % t->size, from = (t->rank + t->size - 1) % t->size;
+    for (int i = 0; i < CC_OPS; i++) {
+        cc_op_t *o = &cc->ops[i];
+        weft_status_t st = WEFT_ERR_INTERNAL;
+        switch (cc_kind[i]) {
+        case CC_ALLREDUCE:
+            o->x = t->rank + 1 + i;
+            st = weft_iallreduce(WEFT_IN_PLACE, &o->x, 1, WEFT_INT64, WEFT_SUM, w, &o->req);
+            break;
+        case CC_BCAST:
+            o->x = t->rank + 1 + i;
+            st = weft_ibcast(&o->x, 1, WEFT_INT64, 0, w, &o->req);
+            break;
+        case CC_RECV:
+            o->x = -1;
+            st = weft_irecv(&o->x, 1, WEFT_INT64, from, 7, w, &o->req);
+            break;
+        case CC_SEND:
+            o->x = t->rank + 100;
+            st = weft_isend(&o->x, 1, WEFT_INT64, to, 7, w, &o->req);
+            break;
+        }
+        MT_STATUS(t, st, WEFT_SUCCESS, "issue on a communicator with a callback");
+    }
+}
+
+/* What op i of cc_issue holds once complete (MPI computes the sums). */
+static long cc_want(mt_ctx_t *t, int i)
+{
+    switch (cc_kind[i]) {
+    case CC_ALLREDUCE: return mpi_sum(MPI_COMM_WORLD, t->rank + 1 + i);
+    case CC_BCAST: return 1 + i; /* root 0's value */
+    case CC_RECV: return (t->rank + t->size - 1) % t->size + 100;
+    default: return t->rank + 100;
+    }
+}
+
+static void test_comm_callback(mt_ctx_t *t)
+{
+    weft_comm_t w = NULL;
+    if (!MT_STATUS(t, weft_comm_world(NULL, NULL, &w), WEFT_SUCCESS, "comm for callbacks")) return;
+    long want[CC_OPS];
+    for (int i = 0; i < CC_OPS; i++) want[i] = cc_want(t, i);
+    for (int release = 0; release < 2; release++) {
+        cc_t *cc = calloc(1, sizeof *cc);
+        if (cc == NULL) {
+            MT_CHECK(t, cc != NULL, "out of memory");
+            break;
+        }
+        cc->release = release;
+        MT_STATUS(t, weft_comm_set_on_complete(w, on_comm_done, cc), WEFT_SUCCESS, "set callback");
+        for (int round = 0; round < 20; round++) {
+            for (int i = 0; i < CC_OPS; i++) {
+                atomic_store(&cc->ops[i].calls, 0);
+                atomic_store(&cc->ops[i].released, 0);
+            }
+            cc_issue(t, w, cc);
+            if (!release) {
+                /* One callback per request: no second one. */
+                MT_STATUS(t, weft_request_on_complete(cc->ops[0].req, on_done, NULL),
+                          WEFT_ERR_INVALID_ARG, "on_complete on a request with the comm's callback");
+                for (int i = 0; i < CC_OPS; i++)
+                    MT_STATUS(t, weft_wait(&cc->ops[i].req), WEFT_SUCCESS, "wait");
+            }
+            for (int i = 0; i < CC_OPS; i++) {
+                cc_op_t *o = &cc->ops[i];
+                const double give_up = MPI_Wtime() + 20.0; /* a missing call fails, late */
+                while (atomic_load(&o->calls) < 1 && MPI_Wtime() < give_up) sched_yield();
+                MT_CHECK(t, atomic_load(&o->calls) == 1, "release %d round %d op %d: %d calls",
+                         release, round, i, atomic_load(&o->calls));
+                MT_CHECK(t, atomic_load(&o->status) == WEFT_SUCCESS, "op %d status %d", i,
+                         atomic_load(&o->status));
+                MT_CHECK(t, atomic_load(&o->seen) == want[i], "op %d: callback saw %ld, want %ld", i,
+                         atomic_load(&o->seen), want[i]);
+                if (release)
+                    MT_CHECK(t, atomic_load(&o->released) == 1 && o->req == WEFT_REQUEST_NULL,
+                             "op %d: released %d by its callback, request %s", i,
+                             atomic_load(&o->released),
+                             o->req == WEFT_REQUEST_NULL ? "null" : "still set");
+            }
+        }
+        /* Blocking calls have no request: no callback. */
+        long b = 1;
+        MT_STATUS(t, weft_allreduce(WEFT_IN_PLACE, &b, 1, WEFT_INT64, WEFT_SUM, w), WEFT_SUCCESS,
+                  "blocking allreduce");
+        /* Removed: later operations have none. */
+        MT_STATUS(t, weft_comm_set_on_complete(w, NULL, NULL), WEFT_SUCCESS, "remove callback");
+        for (int i = 0; i < CC_OPS; i++) atomic_store(&cc->ops[i].calls, 0);
+        cc_issue(t, w, cc);
+        for (int i = 0; i < CC_OPS; i++) {
+            MT_STATUS(t, weft_wait(&cc->ops[i].req), WEFT_SUCCESS, "wait after removal");
+            MT_CHECK(t, cc->ops[i].x == want[i], "op %d after removal: %ld, want %ld", i,
+                     cc->ops[i].x, want[i]);
+        }
+        MT_STATUS(t, weft_comm_destroy(w), WEFT_SUCCESS, "destroy"); /* drains: callbacks ran */
+        w = NULL;
+        int late = 0;
+        for (int i = 0; i < CC_OPS; i++) late += atomic_load(&cc->ops[i].calls);
+        MT_CHECK(t, late == 0 && atomic_load(&cc->stray) == 0,
+                 "after removal: %d callbacks, %d naming other variables", late,
+                 atomic_load(&cc->stray));
+        free(cc);
+        if (release == 0 &&
+            !MT_STATUS(t, weft_comm_world(NULL, NULL, &w), WEFT_SUCCESS, "comm for callbacks"))
+            return;
+    }
+
+    /* Bad arguments. */
+    MT_STATUS(t, weft_comm_set_on_complete(NULL, on_comm_done, NULL), WEFT_ERR_INVALID_COMM,
+              "set_on_complete(NULL comm)");
+    weft_stream_t hs = NULL;
+    if (MT_STATUS(t, weft_stream_create_host(&hs), WEFT_SUCCESS, "host stream")) {
+        weft_comm_t sc = NULL;
+        if (MT_STATUS(t, weft_comm_world(hs, NULL, &sc), WEFT_SUCCESS, "stream comm")) {
+            MT_STATUS(t, weft_comm_set_on_complete(sc, on_comm_done, NULL), WEFT_ERR_UNSUPPORTED,
+                      "set_on_complete on a stream-bound communicator");
+            MT_STATUS(t, weft_comm_destroy(sc), WEFT_SUCCESS, "destroy stream comm");
+        }
+        MT_STATUS(t, weft_stream_destroy(hs), WEFT_SUCCESS, "destroy host stream");
+    }
+}
+
 /* A callback that issues the next op (a chain, as a framework's future
  * continuation does): nonblocking calls are allowed inside a callback. */
 typedef struct {
@@ -401,6 +564,7 @@ int main(int argc, char **argv)
     test_split(&t);
     test_create_group(&t);
     test_callbacks(&t);
+    test_comm_callback(&t);
     test_chain(&t);
     test_notify_fd(&t);
     return mt_finish(&t);
