@@ -128,7 +128,8 @@ typedef struct wmpi_comm {
     int reason;
     MPI_Comm mpi;            /* the program's communicator */
     int rank, size;          /* this rank's and the size in it (fixed for its life) */
-    atomic_int pending;      /* nonblocking operations whose callback has not run */
+    atomic_int pending;      /* nonblocking operations whose Weft request is not released */
+    int callback;            /* WMPI_POLL: greq_comm_done is wc's completion callback */
     unsigned long seq;       /* creation order, for MPI_Finalize */
     struct wmpi_comm *next;  /* live list (creation order) or zombie list */
 } wmpi_comm_t;
@@ -170,7 +171,10 @@ typedef struct site {
     int call, reason;
     unsigned long n;
 } site_t;
-static site_t sites[SITE_SLOTS];
+/* SITE_SLOTS entries, allocated only when WEFT_MPI_VERBOSE asks (read_env):
+ * 24 KiB of static storage would put a page between the globals that every
+ * served call reads. */
+static site_t *sites;
 static unsigned long sites_lost;
 static pthread_mutex_t sites_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -207,6 +211,7 @@ static int site_cmp(const void *a, const void *b)
 /* Printed at MPI_Finalize, one line per (site, call, outcome). */
 static void sites_report(void)
 {
+    if (sites == NULL) return;
     pthread_mutex_lock(&sites_lock);
     qsort(sites, SITE_SLOTS, sizeof sites[0], site_cmp);
     for (unsigned i = 0; i < SITE_SLOTS && sites[i].n > 0; i++) {
@@ -236,7 +241,7 @@ static void sites_report(void)
                      reason_text[s->reason]);
     }
     if (sites_lost) wmpi_log("%lu calls not counted (call site table full)", sites_lost);
-    memset(sites, 0, sizeof sites);
+    memset(sites, 0, SITE_SLOTS * sizeof sites[0]);
     sites_lost = 0;
     pthread_mutex_unlock(&sites_lock);
 }
@@ -300,24 +305,43 @@ static void dt_add(MPI_Datatype t, weft_datatype_t w, size_t bytes)
  * made up about a third of such a call's issue). Named types are never freed, so their
  * handles stay theirs; a derived type's handle may be reused after
  * MPI_Type_free and is always asked about. */
-typedef struct { MPI_Datatype mpi; size_t size; } mv_map_t;
-static mv_map_t mv_map[64];
+/* Open-addressed by handle (at most half full): a served call finds its
+ * type in one or two probes, one cache line. */
+#define MV_SLOTS 128
+typedef struct { MPI_Datatype mpi; size_t size; } mv_map_t; /* size 0: empty slot */
+static mv_map_t mv_map[MV_SLOTS];
 static int mv_map_n;
+
+static size_t mv_home(MPI_Datatype t)
+{
+    uint64_t k = 0;
+    memcpy(&k, &t, sizeof t < sizeof k ? sizeof t : sizeof k);
+    return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 57) & (MV_SLOTS - 1);
+}
+
+/* The size of named type t, or 0 when it is not in the map. */
+static size_t mv_size(MPI_Datatype t)
+{
+    for (size_t j = mv_home(t); mv_map[j].size != 0; j = (j + 1) & (MV_SLOTS - 1))
+        if (mv_map[j].mpi == t) return mv_map[j].size;
+    return 0;
+}
 
 static void mv_add(MPI_Datatype t)
 {
     int sz = 0;
     MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
-    if (t == MPI_DATATYPE_NULL || mv_map_n == (int)(sizeof mv_map / sizeof mv_map[0])) return;
-    for (int i = 0; i < mv_map_n; i++)
-        if (mv_map[i].mpi == t) return; /* an alias (MPI_INT32_T may be MPI_INT) */
+    if (t == MPI_DATATYPE_NULL || 2 * (mv_map_n + 1) > MV_SLOTS) return;
+    if (mv_size(t) != 0) return; /* an alias (MPI_INT32_T may be MPI_INT) */
     if (PMPI_Type_size(t, &sz) != MPI_SUCCESS || sz <= 0 ||
         PMPI_Type_get_extent(t, &lb, &ext) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(t, &tlb, &text) != MPI_SUCCESS || lb != 0 || tlb != 0 ||
         ext != (MPI_Aint)sz || text != (MPI_Aint)sz)
         return; /* e.g. MPI_LONG_DOUBLE where its extent is padded */
-    mv_map[mv_map_n].mpi = t;
-    mv_map[mv_map_n].size = (size_t)sz;
+    size_t j = mv_home(t);
+    while (mv_map[j].size != 0) j = (j + 1) & (MV_SLOTS - 1);
+    mv_map[j].mpi = t;
+    mv_map[j].size = (size_t)sz;
     mv_map_n++;
 }
 
@@ -325,6 +349,7 @@ static void mv_add(MPI_Datatype t)
 static void mv_map_init(void)
 {
     mv_map_n = 0;
+    memset(mv_map, 0, sizeof mv_map);
     for (int i = 0; i < dt_map_n; i++) mv_add(dt_map[i].mpi);
     const MPI_Datatype more[] = {
         MPI_CHAR, MPI_WCHAR, MPI_LONG_DOUBLE, MPI_C_BOOL, MPI_C_FLOAT_COMPLEX,
@@ -394,9 +419,7 @@ static int reduce_args(MPI_Count count, MPI_Datatype t, MPI_Op op, weft_datatype
 static int contig_bytes(MPI_Count count, MPI_Datatype t, size_t *bytes)
 {
     if (count < 0) return R_ARG;
-    size_t sz = 0;
-    for (int i = 0; i < mv_map_n && sz == 0; i++) /* the named types without asking MPI */
-        if (mv_map[i].mpi == t) sz = mv_map[i].size;
+    size_t sz = mv_size(t); /* the named types without asking MPI */
     if (sz == 0) {
         int isz = 0;
         MPI_Aint lb = 0, ext = 0, tlb = 0, text = 0;
@@ -431,6 +454,10 @@ static void live_remove(wmpi_comm_t *e)
 
 /* Create comm's entry: collective over comm (weft_comm_create), on the first
  * intercepted call on it, which every rank makes in the same order. */
+#if WMPI_POLL
+static void greq_comm_setup(wmpi_comm_t *e);
+#endif
+
 static int comm_create(MPI_Comm comm, wmpi_comm_t **out)
 {
     int inter = 0, rank = 0, size = 0;
@@ -456,6 +483,9 @@ static int comm_create(MPI_Comm comm, wmpi_comm_t **out)
             e->wc = NULL;
             e->reason = R_COMM_CREATE;
         }
+#if WMPI_POLL
+        if (e->wc != NULL) greq_comm_setup(e);
+#endif
     }
     int rc = PMPI_Comm_set_attr(comm, wmpi_keyval, e);
     if (rc != MPI_SUCCESS) {
@@ -560,6 +590,10 @@ static void read_env(void)
 {
     const char *v = getenv("WEFT_MPI_VERBOSE");
     wmpi_verbose = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+    if (wmpi_verbose && sites == NULL && (sites = calloc(SITE_SLOTS, sizeof *sites)) == NULL) {
+        wmpi_log("out of memory for WEFT_MPI_VERBOSE's call sites: not counted");
+        wmpi_verbose = 0;
+    }
     v = getenv("WEFT_MPI_CALLS");
     if (v == NULL || v[0] == '\0' || strcmp(v, "all") == 0) return;
     unsigned mask = 0;
@@ -705,12 +739,17 @@ WMPI_EXPORT int MPI_Finalize(void)
  * Either way the engine progresses the operation while the program computes. */
 
 typedef struct greq {
+    /* Incarnation: changes when the MPI request is freed (greq_release), kept
+     * when the record is reused (greq_zero), so that a thread's cache of
+     * the requests it issued (greq_recent) knows a record that moved on. */
+    _Atomic unsigned gen;
     weft_request_t wr;
     MPI_Request mpi;
     weft_status_t st;   /* the operation's status, written before MPI_Grequest_complete */
-    int completed;      /* MPI_Grequest_complete called */
+    _Atomic int completed; /* completed for MPI's view (MPI_Grequest_complete called, or retired) */
     int armed;          /* WMPI_POLL: the completion callback is registered (once) */
     int slot;           /* WMPI_POLL: SLOT_NONE, SLOT_RESERVED or SLOT_TRACKED (in the table) */
+    int counted;        /* WMPI_POLL: counted in greq_nlive (greq_lock) */
     /* WMPI_POLL: who releases the Weft request (greq_weft). The completion
      * callback does when it runs first (on the engine thread while the
      * program computes), so that the program's wait finds it released. */
@@ -736,10 +775,9 @@ typedef struct greq {
  * however many requests are open (a list made MPI_Waitall over n of ours
  * cost n^2). greq_begin reserves a slot before the Weft call, so that
  * handing the request out cannot fail after the operation started. Freed
- * records are kept (up to GREQ_POOL) for the next call. All under
+ * records are kept for the next call (greq_put). All under
  * greq_lock; greq_nlive lets the completion calls skip the lock when
  * nothing of ours is open. */
-#define GREQ_POOL 64
 static pthread_mutex_t greq_lock = PTHREAD_MUTEX_INITIALIZER;
 static greq_t *greq_pool; /* free records, linked by next */
 static int greq_npool;
@@ -770,11 +808,31 @@ enum { SLOT_NONE, SLOT_RESERVED, SLOT_TRACKED };
  * (its free function takes greq_lock under MPICH's lock). */
 #define GREQ_READY 4
 #define GREQ_RETIRED_MAX 16
-static greq_t *greq_ready, *greq_retired;
+static greq_t *greq_ready;
 static int greq_nready;
-static _Atomic int greq_nretired;               /* greq_retired's length (written under greq_lock) */
+/* One more started ahead, already counted as open (greq_count_locked), for a
+ * served call to take with one exchange instead of greq_lock (greq_housekeep
+ * fills it, greq_take_ready empties it). */
+static _Atomic(greq_t *) greq_next;
+static _Atomic(greq_t *) greq_retired;          /* a stack: pushed without a lock (greq_retire) */
+static _Atomic int greq_nretired;               /* about greq_retired's length (a hint) */
 static _Atomic int greq_work;                   /* a hint: retired requests, or ready ones short */
-static _Thread_local int greq_program_thread;   /* this thread made or waited on a call of ours */
+/* Thread-local state in the initial-exec model: a plain %fs-relative load
+ * rather than a call to __tls_get_addr per access (this library is loaded
+ * with the program, preloaded or linked; measured, the calls were a fifth of
+ * an MPI_Wait after a device-style compute). */
+#define WMPI_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+static WMPI_TLS int greq_program_thread;   /* this thread made or waited on a call of ours */
+/* The requests this thread handed out last, so that its MPI_Wait finds the
+ * record without greq_lock and the table (greq_recent_take). */
+#define GREQ_RECENT 4
+typedef struct greq_recent {
+    MPI_Request mpi;
+    unsigned gen; /* the record's incarnation when handed out */
+    greq_t *g;
+} greq_recent_t;
+static WMPI_TLS greq_recent_t greq_recent[GREQ_RECENT];
+static WMPI_TLS unsigned greq_recent_next;
 static greq_t **greq_tab;                     /* greq_cap slots (a power of two), NULL: empty */
 static size_t greq_cap, greq_count, greq_reserved;
 static _Atomic int greq_nlive;
@@ -809,7 +867,7 @@ static int greq_reserve_locked(void)
     return 0;
 }
 
-/* Enter g, handed out now, into its reserved slot. */
+/* Enter g into its reserved slot (greq_lock held). */
 static void greq_insert_locked(greq_t *g)
 {
     greq_reserved--;
@@ -818,14 +876,23 @@ static void greq_insert_locked(greq_t *g)
     greq_tab[j] = g;
     g->slot = SLOT_TRACKED;
     greq_count++;
+}
+
+/* g, being handed out, counted as open (greq_nlive: greq_lock held). */
+static void greq_count_locked(greq_t *g)
+{
+    g->counted = 1;
     atomic_fetch_add_explicit(&greq_nlive, 1, memory_order_relaxed);
 }
 
+/* g is handed out now: in the table and counted (a request started ahead
+ * is both already: greq_housekeep, greq_take_ready). */
 static void greq_track(greq_t *g)
 {
-    if (g->slot == SLOT_TRACKED) return; /* entered when taken (greq_take_ready) */
+    if (g->counted) return;
     pthread_mutex_lock(&greq_lock);
-    greq_insert_locked(g);
+    if (g->slot != SLOT_TRACKED) greq_insert_locked(g);
+    greq_count_locked(g);
     pthread_mutex_unlock(&greq_lock);
 }
 
@@ -838,7 +905,10 @@ static void greq_untrack_locked(greq_t *g)
     if (greq_tab[j] == NULL) return;
     greq_tab[j] = NULL;
     greq_count--;
-    atomic_fetch_sub_explicit(&greq_nlive, 1, memory_order_relaxed);
+    if (g->counted) { /* handed out (one started ahead and never used is not) */
+        g->counted = 0;
+        atomic_fetch_sub_explicit(&greq_nlive, 1, memory_order_relaxed);
+    }
     /* Move back the entries of the run after j that may no longer be
      * reachable from their home slot across the hole. */
     for (size_t k = (j + 1) & mask; greq_tab[k] != NULL; k = (k + 1) & mask) {
@@ -874,10 +944,18 @@ static greq_t *greq_find(MPI_Request r)
 }
 #endif
 
-/* A fresh record: zeroed, one reference (the MPI request's). */
-static void greq_zero(greq_t *g)
+/* A record made ready for a request: zeroed but for its incarnation (fresh:
+ * from malloc, incarnation 0), one reference (the MPI request's). */
+static void greq_zero(greq_t *g, int fresh)
 {
-    memset(g, 0, sizeof *g);
+    if (fresh) {
+        memset(g, 0, sizeof *g);
+        atomic_init(&g->gen, 0u);
+    } else {
+        memset((char *)g + sizeof g->gen, 0, sizeof *g - sizeof g->gen);
+    }
+    _Static_assert(offsetof(greq_t, gen) == 0, "gen first: greq_zero keeps it");
+    atomic_init(&g->completed, 0);
     atomic_init(&g->claim, 0);
     atomic_init(&g->released, 0);
     atomic_init(&g->refs, 1);
@@ -899,8 +977,9 @@ static greq_t *greq_alloc(void)
         greq_npool--;
     }
     pthread_mutex_unlock(&greq_lock);
-    if (g == NULL) g = malloc(sizeof *g);
-    if (g != NULL) greq_zero(g);
+    const int fresh = g == NULL;
+    if (fresh) g = malloc(sizeof *g);
+    if (g != NULL) greq_zero(g, fresh);
 #if WMPI_POLL
     if (g == NULL) {
         pthread_mutex_lock(&greq_lock);
@@ -913,19 +992,18 @@ static greq_t *greq_alloc(void)
     return g;
 }
 
-/* Drop a reference to g; the last one gives it to the pool. */
+/* Drop a reference to g; the last one gives it to the pool. Records are
+ * never freed (as many as were open at once, reused): a thread's cache of
+ * the requests it issued (greq_recent) reads a record's incarnation without
+ * a lock, so a record's memory must stay a record. */
 static void greq_put(greq_t *g)
 {
     if (atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) != 1) return;
     pthread_mutex_lock(&greq_lock);
-    if (greq_npool < GREQ_POOL) {
-        g->next = greq_pool;
-        greq_pool = g;
-        greq_npool++;
-        g = NULL;
-    }
+    g->next = greq_pool;
+    greq_pool = g;
+    greq_npool++;
     pthread_mutex_unlock(&greq_lock);
-    free(g);
 }
 
 /* The MPI request is gone: g out of the table (or its reservation back, when
@@ -939,6 +1017,9 @@ static void greq_release(greq_t *g)
     g->slot = SLOT_NONE;
 #endif
     pthread_mutex_unlock(&greq_lock);
+    /* release: a cache entry that still sees the old incarnation also sees
+     * the record as it was */
+    atomic_fetch_add_explicit(&g->gen, 1u, memory_order_release);
     greq_put(g);
 }
 
@@ -978,14 +1059,22 @@ static int greq_cancel(void *extra, int complete)
     return MPI_SUCCESS;
 }
 
+/* g's Weft request is released: its communicator's count of operations in
+ * flight drops, on the releasing thread (the completion callback, usually:
+ * not the program's wait). g->e is not read after this (comm_retire may free
+ * it once the count is 0; a check of g->e against NULL is all that follows). */
+static void greq_unpend(greq_t *g)
+{
+    /* release: the operation's effects before the count that comm_retire reads */
+    atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_release);
+}
+
 /* The Weft request is released with status st: complete the MPI request.
  * g may be freed by the program from the PMPI_Grequest_complete on. */
 static int greq_finish(greq_t *g, weft_status_t st)
 {
     g->st = st;
     g->completed = 1;
-    /* release: the operation's effects before the count that comm_retire reads */
-    atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_release);
     return PMPI_Grequest_complete(g->mpi);
 }
 
@@ -1022,6 +1111,7 @@ static int greq_weft(greq_t *g, int wait, weft_status_t *st)
             }
             g->wst = s;
             atomic_store_explicit(&g->released, 1, memory_order_release);
+            greq_unpend(g);
             *st = s;
             return 1;
         }
@@ -1117,80 +1207,79 @@ static void greq_arm(greq_t *g)
     if (!g->armed) atomic_fetch_sub_explicit(&g->refs, 1, memory_order_relaxed); /* never runs */
 }
 
-/* A request started ahead, already in the table (its handle is known: one
- * critical section for both), or NULL. Nobody else can look it up before
- * the program has it; a failed call frees it (greq_end), which removes it. */
+/* A request started ahead, in the table since its start (greq_housekeep),
+ * or NULL. Nobody looks it up before the program has it; a failed call
+ * frees it (greq_end), which removes it. */
 static greq_t *greq_take_ready(void)
 {
     if (atomic_load_explicit(&greq_work, memory_order_relaxed) < 0) return NULL; /* finalising */
+    /* acquire: the record as greq_housekeep left it */
+    greq_t *g = atomic_exchange_explicit(&greq_next, NULL, memory_order_acquire);
+    if (g != NULL) {
+        atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
+        return g;
+    }
     pthread_mutex_lock(&greq_lock);
-    greq_t *g = greq_ready;
-    if (g != NULL && greq_reserve_locked() == 0) {
+    g = greq_ready;
+    if (g != NULL) {
         greq_ready = g->next;
         greq_nready--;
         g->next = NULL;
-        greq_insert_locked(g);
-        atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
-    } else {
-        g = NULL;
+        greq_count_locked(g);
     }
     pthread_mutex_unlock(&greq_lock);
+    if (g != NULL) atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
     return g;
 }
 
-/* g's operation is done without error and its Weft request released: g
- * leaves the table for greq_retired, its MPI request still to be completed
- * and freed (greq_lock held; returns greq_retired's new length). */
-static int greq_retire_locked(greq_t *g)
+/* g's operation is done without error and its Weft request released: its
+ * MPI request goes to greq_retired, still to be completed and freed, and g
+ * stops being an open request of ours (completed). No lock: the retiring
+ * thread is the one completing the request (MPI's contract), g stays in the
+ * table until greq_housekeep takes it out (lookups pass over completed
+ * records), and the list is a stack that one exchange empties. */
+static void greq_retire(greq_t *g)
 {
     g->st = WEFT_SUCCESS;
-    g->completed = 1;
-    /* release: the operation's effects before the count that comm_retire reads */
-    atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_release);
-    greq_untrack_locked(g);
-    g->slot = SLOT_NONE;
-    g->next = greq_retired;
-    greq_retired = g;
-    return atomic_fetch_add_explicit(&greq_nretired, 1, memory_order_relaxed) + 1;
-}
-
-/* After greq_retire_locked, outside the lock. */
-static void greq_retired_one(int n)
-{
+    atomic_store_explicit(&g->completed, 1, memory_order_relaxed);
+    greq_t *top = atomic_load_explicit(&greq_retired, memory_order_relaxed);
+    do {
+        g->next = top;
+        /* release: g's fields to the housekeeper's exchange (acquire) */
+    } while (!atomic_compare_exchange_weak_explicit(&greq_retired, &top, g, memory_order_release,
+                                                    memory_order_relaxed));
+    const int n = atomic_fetch_add_explicit(&greq_nretired, 1, memory_order_relaxed) + 1;
     atomic_store_explicit(&greq_work, 1, memory_order_relaxed);
     if (n >= GREQ_RETIRED_MAX) greq_housekeep(1); /* the keeper has not kept up (or cannot run) */
 }
 
-static void greq_retire(greq_t *g)
+/* Remember g, just handed out as r, in this thread's cache (greq_recent). */
+static void greq_remember(greq_t *g, MPI_Request r)
 {
-    pthread_mutex_lock(&greq_lock);
-    const int n = greq_retire_locked(g);
-    pthread_mutex_unlock(&greq_lock);
-    greq_retired_one(n);
+    greq_recent_t *c = &greq_recent[greq_recent_next++ % GREQ_RECENT];
+    c->mpi = r;
+    c->g = g;
+    c->gen = atomic_load_explicit(&g->gen, memory_order_relaxed);
 }
 
-/* MPI_Wait's common case in one critical section: the open request of ours
- * behind r, retired at once when its Weft request was released without
- * error (*retired = 1), else returned as greq_find does. */
-static greq_t *greq_find_retire(MPI_Request r, int *retired)
+/* The open request of ours behind r if this thread issued it lately, or
+ * NULL (then greq_find decides). The entry is used up either way. */
+static greq_t *greq_recent_take(MPI_Request r)
 {
-    *retired = 0;
-    greq_program_thread = 1;
-    if (r == MPI_REQUEST_NULL || atomic_load_explicit(&greq_nlive, memory_order_relaxed) == 0)
-        return NULL;
-    int n = 0;
-    pthread_mutex_lock(&greq_lock);
-    greq_t *g = greq_lookup_locked(r);
-    if (g != NULL && !g->completed && atomic_load_explicit(&g->released, memory_order_acquire) &&
-        g->wst == WEFT_SUCCESS) {
-        n = greq_retire_locked(g);
-        *retired = 1;
+    for (int i = 0; i < GREQ_RECENT; i++) {
+        greq_recent_t *c = &greq_recent[i];
+        if (c->g == NULL || c->mpi != r) continue;
+        greq_t *g = c->g;
+        c->g = NULL;
+        /* acquire: pairs with greq_release's increment. The same incarnation:
+         * the MPI request r is still allocated, so the program's r is it. */
+        if (atomic_load_explicit(&g->gen, memory_order_acquire) != c->gen ||
+            atomic_load_explicit(&g->completed, memory_order_relaxed))
+            return NULL;
+        return g;
     }
-    pthread_mutex_unlock(&greq_lock);
-    if (*retired) greq_retired_one(n);
-    return g != NULL && (*retired || !g->completed) ? g : NULL;
+    return NULL;
 }
-
 
 /* Complete and free the retired requests; with fill, start requests until
  * GREQ_READY wait (else free the waiting ones too: MPI_Finalize). On any
@@ -1198,17 +1287,28 @@ static greq_t *greq_find_retire(MPI_Request r, int *retired)
 static void greq_housekeep(int fill)
 {
     pthread_mutex_lock(&greq_lock);
-    greq_t *r = greq_retired, *ready = NULL;
-    greq_retired = NULL;
-    atomic_store_explicit(&greq_nretired, 0, memory_order_relaxed);
+    /* greq_work first: a retirement after the exchange sets it again */
+    atomic_store_explicit(&greq_work, fill ? 0 : -1, memory_order_relaxed);
+    /* acquire: pairs with greq_retire's push */
+    greq_t *r = atomic_exchange_explicit(&greq_retired, NULL, memory_order_acquire), *ready = NULL;
+    int taken = 0;
+    for (greq_t *g = r; g != NULL; g = g->next, taken++) {
+        greq_untrack_locked(g);
+        g->slot = SLOT_NONE;
+    }
+    atomic_fetch_sub_explicit(&greq_nretired, taken, memory_order_relaxed);
     int want = fill ? GREQ_READY - greq_nready : 0;
     if (!fill) {
         ready = greq_ready;
         greq_ready = NULL;
         greq_nready = 0;
+        greq_t *n = atomic_exchange_explicit(&greq_next, NULL, memory_order_acquire);
+        if (n != NULL) {
+            n->next = ready;
+            ready = n;
+        }
     }
     if (want > 0) greq_nready += want; /* claimed here, so that two threads do not both start them */
-    atomic_store_explicit(&greq_work, fill ? 0 : -1, memory_order_relaxed);
     pthread_mutex_unlock(&greq_lock);
     for (int pass = 0; pass < 2; pass++) {
         for (greq_t *g = pass ? ready : r, *next; g != NULL; g = next) {
@@ -1228,23 +1328,46 @@ static void greq_housekeep(int fill)
             greq_npool--;
         }
         pthread_mutex_unlock(&greq_lock);
-        if (g == NULL && (g = malloc(sizeof *g)) == NULL) break;
-        greq_zero(g);
+        const int fresh = g == NULL;
+        if (fresh && (g = malloc(sizeof *g)) == NULL) break;
+        greq_zero(g, fresh);
         if (PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g,
                                  &g->mpi) != MPI_SUCCESS) {
             greq_release(g); /* SLOT_NONE: straight back to the pool */
             break;
         }
+        /* Into the table now, off the program's path (its lookups skip it:
+         * nobody has its handle before greq_take_ready hands it out). */
         pthread_mutex_lock(&greq_lock);
-        g->next = greq_ready;
-        greq_ready = g;
+        const int room = greq_reserve_locked() == 0;
+        if (room) {
+            greq_insert_locked(g);
+            g->next = greq_ready;
+            greq_ready = g;
+        }
         pthread_mutex_unlock(&greq_lock);
+        if (!room) { /* no memory for the table: give it back and stop */
+            MPI_Request q = g->mpi;
+            if (PMPI_Grequest_complete(q) != MPI_SUCCESS || PMPI_Request_free(&q) != MPI_SUCCESS)
+                wmpi_log("could not free a request started ahead");
+            break;
+        }
     }
-    if (started < want) {
-        pthread_mutex_lock(&greq_lock);
-        greq_nready -= want - started;
-        pthread_mutex_unlock(&greq_lock);
+    pthread_mutex_lock(&greq_lock);
+    if (started < want) greq_nready -= want - started;
+    /* Refill greq_next from the list (counted as open now: a lookup may
+     * meet it before anyone has its handle, which no one then asks for). */
+    if (fill && greq_ready != NULL && atomic_load_explicit(&greq_next, memory_order_relaxed) == NULL) {
+        greq_t *n = greq_ready;
+        greq_ready = n->next;
+        greq_nready--;
+        n->next = NULL;
+        greq_count_locked(n);
+        /* release: n's fields to the taker's exchange. Still empty: only a
+         * holder of greq_lock fills it, takers only empty it. */
+        atomic_store_explicit(&greq_next, n, memory_order_release);
     }
+    pthread_mutex_unlock(&greq_lock);
 }
 #else
 /* Weft's completion callback: on the engine thread (or a thread driving
@@ -1253,8 +1376,42 @@ static void greq_done(void *arg, weft_status_t status)
 {
     greq_t *g = arg;
     weft_status_t w = weft_wait(&g->wr);
+    greq_unpend(g);
     int rc = greq_finish(g, status != WEFT_SUCCESS ? status : w);
     if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+}
+#endif
+
+#if WMPI_POLL
+/* The completion callback of every nonblocking call on e's Weft communicator
+ * (weft_comm_set_on_complete): in place from the issue, with no call and no
+ * look-up of the request per operation. req is &g->wr of the call's record. */
+static void greq_comm_done(void *arg, weft_request_t *req, weft_status_t status)
+{
+    (void)arg;
+    greq_completed((greq_t *)(void *)((char *)req - offsetof(greq_t, wr)), status);
+}
+
+/* comm_create: e's Weft communicator completes its requests through
+ * greq_comm_done (else each call registers greq_completed: greq_end). */
+static void greq_comm_setup(wmpi_comm_t *e)
+{
+    (void)pthread_once(&doorbell_once, doorbell_init); /* the callback rings it */
+    weft_status_t st = weft_comm_set_on_complete(e->wc, greq_comm_done, NULL);
+    e->callback = st == WEFT_SUCCESS;
+    if (!e->callback)
+        wmpi_log("weft_comm_set_on_complete: %s; each call registers its callback",
+                 weft_strerror(st));
+}
+
+/* Before the Weft call on a communicator whose callback is set: the
+ * callback's own reference to g (it runs once the call succeeded). g is
+ * this thread's alone until the call hands the operation to the engine (the
+ * MPI request's reference is its only one): a store, no atomic increment. */
+static void greq_arm_next(greq_t *g)
+{
+    g->armed = g->e->callback;
+    if (g->armed) atomic_store_explicit(&g->refs, 2, memory_order_relaxed);
 }
 #endif
 
@@ -1266,6 +1423,9 @@ static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
     greq_program_thread = 1;
     if ((g = greq_take_ready()) != NULL) { /* started ahead by greq_housekeep */
         g->e = e;
+        greq_arm_next(g);
+        /* before the call: its release (greq_unpend) may come first */
+        atomic_fetch_add_explicit(&e->pending, 1, memory_order_relaxed);
         *out = g;
         return MPI_SUCCESS;
     }
@@ -1282,6 +1442,10 @@ static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
         greq_release(g);
         return rc;
     }
+#if WMPI_POLL
+    greq_arm_next(g);
+#endif
+    atomic_fetch_add_explicit(&e->pending, 1, memory_order_relaxed);
     *out = g;
     return MPI_SUCCESS;
 }
@@ -1292,13 +1456,19 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
 {
     MPI_Request r = g->mpi;
     if (st != WEFT_SUCCESS) {
+#if WMPI_POLL
+        if (g->armed) { /* the callback never runs: the call failed */
+            atomic_fetch_sub_explicit(&g->refs, 1, memory_order_relaxed);
+            g->armed = 0;
+        }
+#endif
+        atomic_fetch_sub_explicit(&g->e->pending, 1, memory_order_relaxed); /* never released */
         g->st = st;
         g->completed = 1;
         if (PMPI_Grequest_complete(r) != MPI_SUCCESS || PMPI_Request_free(&r) != MPI_SUCCESS)
             wmpi_log("%s: could not release the request of a failed call", call_names[call]);
         return weft_failed(comm, call, st);
     }
-    atomic_fetch_add_explicit(&g->e->pending, 1, memory_order_relaxed);
 #if !WMPI_POLL
     st = weft_request_on_complete(g->wr, greq_done, g);
     if (st != WEFT_SUCCESS) { /* not expected for a live request without a stream */
@@ -1308,9 +1478,13 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
     }
 #else
     greq_track(g);
-    /* The callback rings the doorbell and does greq_housekeep's work. */
-    (void)pthread_once(&doorbell_once, doorbell_init);
-    greq_arm(g);
+    /* The callback (the communicator's: greq_begin) rings the doorbell and
+     * does greq_housekeep's work; registered now where it is not set. */
+    if (!g->armed) {
+        (void)pthread_once(&doorbell_once, doorbell_init);
+        greq_arm(g);
+    }
+    greq_remember(g, r);
 #endif
     *request = r;
     return MPI_SUCCESS;
@@ -1425,6 +1599,7 @@ static void greq_completed(void *arg, weft_status_t status)
                                                 memory_order_relaxed)) {
         g->wst = weft_wait(&g->wr); /* done: returns at once */
         atomic_store_explicit(&g->released, 1, memory_order_release);
+        greq_unpend(g);
     }
     doorbell_ring(NULL, status);
     if (!greq_program_thread && atomic_load_explicit(&greq_work, memory_order_relaxed) > 0)
@@ -1499,19 +1674,17 @@ static void test_ours(int count, const MPI_Request reqs[])
  * the MPI request completed for MPICH's call to report (or not ours). */
 static int wait_fast(MPI_Request *request, MPI_Status *status, int in_array)
 {
-    int retired = 0;
-    greq_t *g = greq_find_retire(*request, &retired);
-    if (g == NULL) return 0;
-    if (!retired) {
-        weft_status_t st = WEFT_SUCCESS;
-        (void)greq_weft(g, 1, &st);
-        if (st != WEFT_SUCCESS) {
-            int rc = greq_finish(g, st);
-            if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
-            return 0;
-        }
-        greq_retire(g);
+    if (*request == MPI_REQUEST_NULL) return 0;
+    greq_t *g = greq_recent_take(*request);
+    if (g == NULL && (g = greq_find(*request)) == NULL) return 0;
+    weft_status_t st = WEFT_SUCCESS;
+    (void)greq_weft(g, 1, &st); /* released already (the callback): an atomic read */
+    if (st != WEFT_SUCCESS) {
+        int rc = greq_finish(g, st);
+        if (rc != MPI_SUCCESS) wmpi_log("MPI_Grequest_complete failed (%d)", rc);
+        return 0;
     }
+    greq_retire(g);
     *request = MPI_REQUEST_NULL;
     if (greq_status(status, in_array) != MPI_SUCCESS) wmpi_log("MPI_Status_set_elements failed");
     return 1;
