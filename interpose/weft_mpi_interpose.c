@@ -136,12 +136,16 @@ typedef struct wmpi_comm {
 
 /* Written by MPI_Init, MPI_Init_thread and MPI_Finalize on the main thread while no other thread
  * makes MPI calls (MPI's own rule for those calls); read everywhere. */
-static atomic_int wmpi_active;           /* Weft is up and serving calls */
+/* What every served call reads, on one cache line of its own (separate
+ * variables landed on two lines and two pages). */
+static struct {
+    _Alignas(64) atomic_int active; /* Weft is up and serving calls */
+    int verbose;
+    unsigned enabled;               /* bit per call_keys entry */
+    _Atomic(wmpi_comm_t *) world;   /* MPI_COMM_WORLD's entry: the common case, no lookup */
+} wmpi_hot = {.enabled = (1u << (C_COUNT / 2)) - 1};
 static int wmpi_keyval = MPI_KEYVAL_INVALID;
-static int wmpi_verbose;
 static int wmpi_asked_level = MPI_THREAD_SINGLE; /* what the program asked for */
-static unsigned wmpi_enabled = (1u << (C_COUNT / 2)) - 1; /* bit per call_keys entry */
-static _Atomic(wmpi_comm_t *) wmpi_world; /* MPI_COMM_WORLD's entry: the common case, no lookup */
 
 static pthread_mutex_t wmpi_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static wmpi_comm_t *wmpi_live;           /* entries of live communicators, creation order */
@@ -248,7 +252,7 @@ static void sites_report(void)
 
 #define NOTE(call, reason)                                                         \
     do {                                                                           \
-        if (WMPI_UNLIKELY(wmpi_verbose))                                           \
+        if (WMPI_UNLIKELY(wmpi_hot.verbose))                                           \
             site_note(__builtin_extract_return_addr(__builtin_return_address(0)),  \
                       (call), (reason));                                           \
     } while (0)
@@ -503,7 +507,7 @@ static int comm_create(MPI_Comm comm, wmpi_comm_t **out)
     while (*p) p = &(*p)->next;
     *p = e;
     pthread_mutex_unlock(&wmpi_list_lock);
-    if (comm == MPI_COMM_WORLD) atomic_store_explicit(&wmpi_world, e, memory_order_release);
+    if (comm == MPI_COMM_WORLD) atomic_store_explicit(&wmpi_hot.world, e, memory_order_release);
     *out = e;
     return e->wc != NULL ? R_WEFT : e->reason;
 }
@@ -511,9 +515,9 @@ static int comm_create(MPI_Comm comm, wmpi_comm_t **out)
 /* R_WEFT when Weft runs and serves this call, else the reason. */
 static inline int call_check(int call)
 {
-    if (WMPI_UNLIKELY(!atomic_load_explicit(&wmpi_active, memory_order_acquire)))
+    if (WMPI_UNLIKELY(!atomic_load_explicit(&wmpi_hot.active, memory_order_acquire)))
         return R_INACTIVE;
-    if (WMPI_UNLIKELY(!(wmpi_enabled & (1u << (call / 2))))) return R_DISABLED;
+    if (WMPI_UNLIKELY(!(wmpi_hot.enabled & (1u << (call / 2))))) return R_DISABLED;
     return R_WEFT;
 }
 
@@ -523,7 +527,7 @@ static inline int comm_lookup(MPI_Comm comm, wmpi_comm_t **out)
 {
     /* acquire: pairs with comm_create's release store of a complete entry */
     wmpi_comm_t *e = comm == MPI_COMM_WORLD
-                         ? atomic_load_explicit(&wmpi_world, memory_order_acquire) : NULL;
+                         ? atomic_load_explicit(&wmpi_hot.world, memory_order_acquire) : NULL;
     if (e == NULL) {
         if (comm == MPI_COMM_NULL) return R_BAD_COMM;
         int flag = 0;
@@ -579,7 +583,7 @@ static int delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)keyval;
     (void)extra;
     wmpi_comm_t *e = attr;
-    if (comm == MPI_COMM_WORLD) atomic_store_explicit(&wmpi_world, NULL, memory_order_release);
+    if (comm == MPI_COMM_WORLD) atomic_store_explicit(&wmpi_hot.world, NULL, memory_order_release);
     live_remove(e);
     comm_retire(e);
     return MPI_SUCCESS;
@@ -589,10 +593,10 @@ static int delete_fn(MPI_Comm comm, int keyval, void *attr, void *extra)
 static void read_env(void)
 {
     const char *v = getenv("WEFT_MPI_VERBOSE");
-    wmpi_verbose = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
-    if (wmpi_verbose && sites == NULL && (sites = calloc(SITE_SLOTS, sizeof *sites)) == NULL) {
+    wmpi_hot.verbose = v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+    if (wmpi_hot.verbose && sites == NULL && (sites = calloc(SITE_SLOTS, sizeof *sites)) == NULL) {
         wmpi_log("out of memory for WEFT_MPI_VERBOSE's call sites: not counted");
-        wmpi_verbose = 0;
+        wmpi_hot.verbose = 0;
     }
     v = getenv("WEFT_MPI_CALLS");
     if (v == NULL || v[0] == '\0' || strcmp(v, "all") == 0) return;
@@ -611,7 +615,7 @@ static void read_env(void)
         if (strcmp(tok, "none") == 0) found = 1;
         if (!found) wmpi_log("WEFT_MPI_CALLS: unknown call '%s' ignored", tok);
     }
-    wmpi_enabled = mask;
+    wmpi_hot.enabled = mask;
 }
 
 /* MPI underneath with MPI_THREAD_MULTIPLE, then Weft. A failure to start Weft
@@ -641,8 +645,8 @@ static int wmpi_start(int *argc, char ***argv, int required, int *provided)
         (void)PMPI_Comm_free_keyval(&wmpi_keyval);
         return MPI_SUCCESS;
     }
-    if (wmpi_verbose) wmpi_log("Weft %s serves this process's MPI collectives", weft_version_string());
-    atomic_store_explicit(&wmpi_active, 1, memory_order_release);
+    if (wmpi_hot.verbose) wmpi_log("Weft %s serves this process's MPI collectives", weft_version_string());
+    atomic_store_explicit(&wmpi_hot.active, 1, memory_order_release);
     return MPI_SUCCESS;
 }
 
@@ -673,7 +677,7 @@ static void greq_housekeep(int fill);
 
 WMPI_EXPORT int MPI_Finalize(void)
 {
-    if (atomic_load_explicit(&wmpi_active, memory_order_acquire)) {
+    if (atomic_load_explicit(&wmpi_hot.active, memory_order_acquire)) {
         /* Weft's communicators go before weft_finalize and PMPI_Finalize
          * (which deletes MPI_COMM_WORLD's attributes itself, too late):
          * delete our attribute on every communicator still alive, in the
@@ -700,8 +704,8 @@ WMPI_EXPORT int MPI_Finalize(void)
             weft_status_t st = weft_comm_destroy(e->wc);
             if (st != WEFT_SUCCESS) wmpi_log("weft_comm_destroy failed: %s", weft_strerror(st));
         }
-        if (wmpi_verbose) sites_report();
-        atomic_store_explicit(&wmpi_active, 0, memory_order_release);
+        if (wmpi_hot.verbose) sites_report();
+        atomic_store_explicit(&wmpi_hot.active, 0, memory_order_release);
         if (weft_initialized()) { /* else the program finalised Weft itself */
             weft_status_t st = weft_finalize();
             if (st != WEFT_SUCCESS) wmpi_log("weft_finalize: %s", weft_strerror(st));
@@ -717,7 +721,7 @@ WMPI_EXPORT int MPI_Finalize(void)
 #endif
         int rc = PMPI_Comm_free_keyval(&wmpi_keyval);
         if (rc != MPI_SUCCESS) wmpi_log("MPI_Comm_free_keyval failed (%d)", rc);
-    } else if (wmpi_verbose) {
+    } else if (wmpi_hot.verbose) {
         sites_report();
     }
     return PMPI_Finalize();

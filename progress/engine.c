@@ -43,19 +43,24 @@
  * push to submit_top and count inflight on every issue, the engine takes the
  * lock on every pass and its private list below changes on every op. Packed
  * into two lines, an issue had to pull the line the engine had just written
- * (issue + wait of a finished op: doc/benchmarks.md, "Overlap"). */
+ * (issue + wait of a finished op: doc/benchmarks.md, "Overlap"); the
+ * submission's three fields share one line of their own. */
 /* E.sleeping: awake; asleep until woken (a submission must wake it); in a
  * 20 us nap beside a polling waiter (a submission need not wake it). */
 enum { SLEEP_NONE, SLEEP_DEEP, SLEEP_NAP };
 static struct {
+    /* What a submission touches, on one line: an issue after a device-style
+     * compute finds its lines cold, and each costs it a miss. The engine
+     * writes this line once per task too (drain, completion), never per
+     * polling pass. */
     _Alignas(64) _Atomic(weft__task_t *) submit_top; /* multi-producer stack */
+    _Atomic int inflight;                        /* issued and not completed */
+    _Atomic int sleeping;                        /* SLEEP_*: engine is (about to be) asleep */
     _Alignas(64) atomic_flag lock;                 /* the progress lock */
     _Alignas(64) _Atomic uint32_t wake;            /* futex word the idle engine sleeps on */
-    _Atomic int sleeping;                        /* SLEEP_*: engine is (about to be) asleep */
     _Atomic int stop;
     _Atomic int running;
     _Atomic int finalize_fail;                   /* fail every task with WEFT_ERR_FINALIZING */
-    _Alignas(64) _Atomic int inflight;             /* issued and not completed */
     _Alignas(64) _Atomic int waiters;              /* callers polling in a wait right now */
     _Alignas(64) pthread_t thread;
     pthread_mutex_t start_mutex;
