@@ -468,7 +468,9 @@ static int comm_create(MPI_Comm comm, wmpi_comm_t **out)
     if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
         PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
         return R_BAD_COMM;
-    wmpi_comm_t *e = calloc(1, sizeof *e);
+    /* one cache line: every served call reads it */
+    wmpi_comm_t *e = aligned_alloc(64, (sizeof *e + 63) / 64 * 64);
+    if (e != NULL) memset(e, 0, sizeof *e);
     if (e == NULL) {
         wmpi_log("out of memory for a communicator's entry: the call goes to MPI");
         return R_COMM_CREATE;
@@ -745,15 +747,17 @@ WMPI_EXPORT int MPI_Finalize(void)
 typedef struct greq {
     /* Incarnation: changes when the MPI request is freed (greq_release), kept
      * when the record is reused (greq_zero), so that a thread's cache of
-     * the requests it issued (greq_recent) knows a record that moved on. */
-    _Atomic unsigned gen;
+     * the requests it issued (greq_recent) knows a record that moved on.
+     * Records are one cache line each (greq_new): a served call and its wait
+     * touch it after a device-style compute, when every line is a miss. */
+    _Alignas(64) _Atomic unsigned gen;
     weft_request_t wr;
     MPI_Request mpi;
     weft_status_t st;   /* the operation's status, written before MPI_Grequest_complete */
     _Atomic int completed; /* completed for MPI's view (MPI_Grequest_complete called, or retired) */
-    int armed;          /* WMPI_POLL: the completion callback is registered (once) */
-    int slot;           /* WMPI_POLL: SLOT_NONE, SLOT_RESERVED or SLOT_TRACKED (in the table) */
-    int counted;        /* WMPI_POLL: counted in greq_nlive (greq_lock) */
+    unsigned char armed;   /* WMPI_POLL: the completion callback is registered (once) */
+    unsigned char slot;    /* WMPI_POLL: SLOT_NONE, SLOT_RESERVED or SLOT_TRACKED (in the table) */
+    unsigned char counted; /* WMPI_POLL: counted in greq_nlive (greq_lock) */
     /* WMPI_POLL: who releases the Weft request (greq_weft). The completion
      * callback does when it runs first (on the engine thread while the
      * program computes), so that the program's wait finds it released. */
@@ -765,6 +769,10 @@ typedef struct greq {
     wmpi_comm_t *e;
     struct greq *next;  /* the pool of free records */
 } greq_t;
+_Static_assert(sizeof(greq_t) == 64, "a record is one cache line");
+
+/* A new record's memory (one aligned cache line), or NULL. */
+static greq_t *greq_new(void) { return aligned_alloc(64, sizeof(greq_t)); }
 
 /* Records of requests and, with WMPI_POLL, the requests handed out and not
  * yet freed, by handle: MPI_Wait/MPI_Waitall wait on the Weft request as a
@@ -835,7 +843,7 @@ typedef struct greq_recent {
     unsigned gen; /* the record's incarnation when handed out */
     greq_t *g;
 } greq_recent_t;
-static WMPI_TLS greq_recent_t greq_recent[GREQ_RECENT];
+static WMPI_TLS _Alignas(64) greq_recent_t greq_recent[GREQ_RECENT]; /* one line */
 static WMPI_TLS unsigned greq_recent_next;
 static greq_t **greq_tab;                     /* greq_cap slots (a power of two), NULL: empty */
 static size_t greq_cap, greq_count, greq_reserved;
@@ -982,7 +990,7 @@ static greq_t *greq_alloc(void)
     }
     pthread_mutex_unlock(&greq_lock);
     const int fresh = g == NULL;
-    if (fresh) g = malloc(sizeof *g);
+    if (fresh) g = greq_new();
     if (g != NULL) greq_zero(g, fresh);
 #if WMPI_POLL
     if (g == NULL) {
@@ -1333,7 +1341,7 @@ static void greq_housekeep(int fill)
         }
         pthread_mutex_unlock(&greq_lock);
         const int fresh = g == NULL;
-        if (fresh && (g = malloc(sizeof *g)) == NULL) break;
+        if (fresh && (g = greq_new()) == NULL) break;
         greq_zero(g, fresh);
         if (PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g,
                                  &g->mpi) != MPI_SUCCESS) {
