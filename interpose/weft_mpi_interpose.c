@@ -803,7 +803,8 @@ enum { SLOT_NONE, SLOT_RESERVED, SLOT_TRACKED };
  * (greq_ready: up to GREQ_READY, each with its record as extra state), and an
  * MPI_Wait/MPI_Waitall that finds its operation done without error gives the
  * program MPI_REQUEST_NULL at once and leaves the MPI request, completed in
- * Weft and out of the table, on greq_retired. greq_housekeep completes and
+ * Weft, on greq_retired (the record stays in the table, marked complete,
+ * until greq_housekeep takes it out). greq_housekeep completes and
  * frees the retired requests and starts new ones: on the keeper, a thread of
  * ours that the completion callback wakes when it runs on Weft's engine
  * thread (so while the program computes, in the usual case); on the
@@ -816,8 +817,9 @@ enum { SLOT_NONE, SLOT_RESERVED, SLOT_TRACKED };
  * doc/mpi_interposition.md). A retired request stays allocated in MPICH
  * until it is freed, so its handle is not reused while the program may still
  * hold a copy of it in its own variables: the handle it was given is the one
- * MPI_Wait overwrote. Both lists under greq_lock; MPICH is called outside it
- * (its free function takes greq_lock under MPICH's lock). */
+ * MPI_Wait overwrote. greq_ready under greq_lock, greq_retired a lock-free
+ * stack, greq_next one slot; MPICH is called outside greq_lock (its free
+ * function takes greq_lock under MPICH's lock). */
 #define GREQ_READY 4
 #define GREQ_RETIRED_MAX 16
 static greq_t *greq_ready;
@@ -1507,10 +1509,11 @@ static int greq_end(MPI_Comm comm, int call, greq_t *g, weft_status_t st, MPI_Re
  * contract is MPI's: a request is completed by one thread at a time).
  *
  * MPI_Wait and MPI_Waitall: a request of ours is waited on in Weft
- * (weft_wait, as a waiter); done without error, the program gets
- * MPI_REQUEST_NULL and the collective's status from us and the MPI request
- * goes to greq_retired (MPICH is not entered: an MPI_Wait on ours costs
- * weft_wait and two uncontended locks); with an error it is completed and
+ * (weft_wait, as a waiter) unless the completion callback released it
+ * already; done without error, the program gets MPI_REQUEST_NULL and the
+ * collective's status from us and the MPI request goes to greq_retired
+ * (MPICH is not entered, nor any lock when the request is in the thread's
+ * greq_recent: wait_fast); with an error it is completed and
  * MPICH's call reports it. Requests of other kinds are MPICH's alone:
  * MPI_Waitall hands MPICH the array (ours MPI_REQUEST_NULL by then) when
  * anything else is in it.
