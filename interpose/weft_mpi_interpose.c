@@ -771,8 +771,13 @@ typedef struct greq {
 } greq_t;
 _Static_assert(sizeof(greq_t) == 64, "a record is one cache line");
 
-/* A new record's memory (one aligned cache line), or NULL. */
-static greq_t *greq_new(void) { return aligned_alloc(64, sizeof(greq_t)); }
+/* A new record (one aligned cache line, zeroed: incarnation 0), or NULL. */
+static greq_t *greq_new(void)
+{
+    greq_t *g = aligned_alloc(64, sizeof(greq_t));
+    if (g != NULL) memset(g, 0, sizeof *g);
+    return g;
+}
 
 /* Records of requests and, with WMPI_POLL, the requests handed out and not
  * yet freed, by handle: MPI_Wait/MPI_Waitall wait on the Weft request as a
@@ -958,16 +963,11 @@ static greq_t *greq_find(MPI_Request r)
 }
 #endif
 
-/* A record made ready for a request: zeroed but for its incarnation (fresh:
- * from malloc, incarnation 0), one reference (the MPI request's). */
-static void greq_zero(greq_t *g, int fresh)
+/* A record (new or from the pool) made ready for a request: zeroed but for
+ * its incarnation, one reference (the MPI request's). */
+static void greq_zero(greq_t *g)
 {
-    if (fresh) {
-        memset(g, 0, sizeof *g);
-        atomic_init(&g->gen, 0u);
-    } else {
-        memset((char *)g + sizeof g->gen, 0, sizeof *g - sizeof g->gen);
-    }
+    memset((char *)g + sizeof g->gen, 0, sizeof *g - sizeof g->gen);
     _Static_assert(offsetof(greq_t, gen) == 0, "gen first: greq_zero keeps it");
     atomic_init(&g->completed, 0);
     atomic_init(&g->claim, 0);
@@ -991,9 +991,8 @@ static greq_t *greq_alloc(void)
         greq_npool--;
     }
     pthread_mutex_unlock(&greq_lock);
-    const int fresh = g == NULL;
-    if (fresh) g = greq_new();
-    if (g != NULL) greq_zero(g, fresh);
+    if (g == NULL) g = greq_new();
+    if (g != NULL) greq_zero(g);
 #if WMPI_POLL
     if (g == NULL) {
         pthread_mutex_lock(&greq_lock);
@@ -1093,6 +1092,15 @@ static int greq_finish(greq_t *g, weft_status_t st)
 }
 
 #if WMPI_POLL
+/* The thread holding g's claim released its Weft request with status s:
+ * publish it (greq_weft's readers, the wait) and drop the in-flight count. */
+static void greq_released(greq_t *g, weft_status_t s)
+{
+    g->wst = s;
+    atomic_store_explicit(&g->released, 1, memory_order_release);
+    greq_unpend(g);
+}
+
 /* Release g's Weft request on a program thread: wait = 1, wait for it
  * (weft_wait); wait = 0, only if its operation is done (weft_test). Returns
  * 1 with its status in *st once released, else 0. The completion callback
@@ -1123,9 +1131,7 @@ static int greq_weft(greq_t *g, int wait, weft_status_t *st)
                     return 0;
                 }
             }
-            g->wst = s;
-            atomic_store_explicit(&g->released, 1, memory_order_release);
-            greq_unpend(g);
+            greq_released(g, s);
             *st = s;
             return 1;
         }
@@ -1342,9 +1348,8 @@ static void greq_housekeep(int fill)
             greq_npool--;
         }
         pthread_mutex_unlock(&greq_lock);
-        const int fresh = g == NULL;
-        if (fresh && (g = greq_new()) == NULL) break;
-        greq_zero(g, fresh);
+        if (g == NULL && (g = greq_new()) == NULL) break;
+        greq_zero(g);
         if (PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g,
                                  &g->mpi) != MPI_SUCCESS) {
             greq_release(g); /* SLOT_NONE: straight back to the pool */
@@ -1435,30 +1440,27 @@ static int greq_begin(MPI_Comm comm, int call, wmpi_comm_t *e, greq_t **out)
     greq_t *g = NULL;
 #if WMPI_POLL
     greq_program_thread = 1;
-    if ((g = greq_take_ready()) != NULL) { /* started ahead by greq_housekeep */
-        g->e = e;
-        greq_arm_next(g);
-        /* before the call: its release (greq_unpend) may come first */
-        atomic_fetch_add_explicit(&e->pending, 1, memory_order_relaxed);
-        *out = g;
-        return MPI_SUCCESS;
-    }
+    g = greq_take_ready(); /* started ahead by greq_housekeep */
 #endif
-    g = greq_alloc();
-    if (g == NULL) return weft_failed(comm, call, WEFT_ERR_NO_MEMORY);
-    g->e = e;
+    if (g == NULL) {
+        g = greq_alloc();
+        if (g == NULL) return weft_failed(comm, call, WEFT_ERR_NO_MEMORY);
 #if WMPI_POLL
-    int rc = PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g, &g->mpi);
+        int rc = PMPIX_Grequest_start(greq_query, greq_free, greq_cancel, greq_poll, greq_wait, g,
+                                      &g->mpi);
 #else
-    int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->mpi);
+        int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->mpi);
 #endif
-    if (rc != MPI_SUCCESS) {
-        greq_release(g);
-        return rc;
+        if (rc != MPI_SUCCESS) {
+            greq_release(g);
+            return rc;
+        }
     }
+    g->e = e;
 #if WMPI_POLL
     greq_arm_next(g);
 #endif
+    /* before the call: its release (greq_unpend) may come first */
     atomic_fetch_add_explicit(&e->pending, 1, memory_order_relaxed);
     *out = g;
     return MPI_SUCCESS;
@@ -1612,9 +1614,7 @@ static void greq_completed(void *arg, weft_status_t status)
     int free_claim = 0;
     if (atomic_compare_exchange_strong_explicit(&g->claim, &free_claim, 1, memory_order_acquire,
                                                 memory_order_relaxed)) {
-        g->wst = weft_wait(&g->wr); /* done: returns at once */
-        atomic_store_explicit(&g->released, 1, memory_order_release);
-        greq_unpend(g);
+        greq_released(g, weft_wait(&g->wr)); /* done: returns at once */
     }
     doorbell_ring(NULL, status);
     if (!greq_program_thread && atomic_load_explicit(&greq_work, memory_order_relaxed) > 0)
